@@ -1,0 +1,55 @@
+"""Sphinx configuration of the reproducible kernel-performance book.
+
+The source directory is the repository root so that chapters (``book/``) and their notebooks
+(``notebooks/``) are both documents; everything else is excluded.
+"""
+
+import datetime
+from pathlib import Path
+
+project = "The reproducible kernel-performance book"
+author = "The kernel-performance book authors"
+copyright = f"{datetime.date.today().year}, {author}"
+
+extensions = [
+    "myst_nb",
+    "sphinxcontrib.bibtex",
+    "sphinx.ext.mathjax",
+    "lab.sphinxext",
+]
+
+root_doc = "book/index"
+include_patterns = ["book/**", "notebooks/**"]
+exclude_patterns = ["_build", ".venv", "**/.ipynb_checkpoints", "book/references/**",
+                    "data/**/README.md"]
+
+source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
+myst_enable_extensions = ["colon_fence", "dollarmath", "deflist", "substitution"]
+myst_heading_anchors = 3
+
+# Notebooks run against the committed data; jupyter-cache keys on code, lab.sphinxext adds
+# the data digest so a changed data file re-executes exactly the notebooks that read it.
+nb_execution_mode = "cache"
+nb_execution_cache_path = "_build/.jupyter_cache"
+nb_execution_timeout = 600
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_merge_streams = True
+
+numfig = True
+numfig_format = {"figure": "Figure %s", "table": "Table %s"}
+
+bibtex_bibfiles = sorted(str(p) for p in Path(__file__).parent.glob("book/references/*.bib"))
+bibtex_default_style = "unsrt"
+bibtex_reference_style = "author_year"
+
+html_theme = "sphinx_book_theme"
+html_title = project
+html_theme_options = {
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "home_page_in_toc": True,
+}
+html_extra_path = ["book/_extra"]
+html_static_path = []
+suppress_warnings = ["mystnb.unknown_mime_type"]

@@ -1,0 +1,122 @@
+"""Kernel builds inside the toolchain root: one build directory per (base, config, compiler).
+
+Variants of a chapter share a build directory: the build checks out the variant's commit in
+the one source tree (git rewrites only the files that differ) and runs make, so switching
+from baseline to patched recompiles what the series touches and relinks, as a developer's
+incremental build would. ccache catches the rest. Source and build directory are bound at
+fixed paths (``/src``, ``/build``) inside the root, so compiler output and ccache keys do not
+depend on where the cache lives on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import cachedir, kconfig, series, toolchain
+from lab.command import StageError, run
+
+SRC, BUILD, CCACHE = "/src", "/build", "/ccache"
+COMPILERS: dict[str, list[str]] = {
+    "gcc": ["CC=ccache gcc-15", "HOSTCC=gcc-15", "LD=ld"],
+    "clang": ["LLVM=-21", "CC=ccache clang-21", "HOSTCC=clang-21"],
+}
+"""make variables per compiler; clang builds use the whole LLVM toolchain (LLVM=1 style)."""
+
+REPRODUCIBLE = ["KBUILD_BUILD_TIMESTAMP=2000-01-01", "KBUILD_BUILD_USER=kernel-book",
+                "KBUILD_BUILD_HOST=kernel-book"]
+"""Fixed version-string inputs, so identical sources give an identical image."""
+
+
+@dataclass(frozen=True)
+class Toolbox:
+    """What a make inside the root needs: the root, the source tree and the compiler."""
+
+    root: Path
+    tree: Path
+    compiler: str
+
+    def make(self, build_dir: Path, *targets: str, jobs: int | None = None) -> list[str]:
+        """The bwrap+make command line for ``targets`` in ``build_dir``."""
+        if self.compiler not in COMPILERS:
+            raise StageError(f"unknown compiler {self.compiler!r}; use one of {list(COMPILERS)}")
+        ccache = cachedir.sub("ccache")
+        argv = ["make", "-s", f"-j{jobs or os.cpu_count() or 1}", f"O={BUILD}",
+                *COMPILERS[self.compiler], *REPRODUCIBLE, *targets]
+        return toolchain.in_root(
+            self.root, argv, {self.tree: SRC, build_dir: BUILD, ccache: CCACHE}, cwd=SRC,
+            env={"CCACHE_DIR": CCACHE, "CCACHE_BASEDIR": "/", "CCACHE_MAXSIZE": "5G",
+                 "CCACHE_COMPILERCHECK": "content"},
+        )
+
+
+def configure(box: Toolbox, commit: str, start: str, fragments: list[Path], out: Path,
+              log: Path) -> Path:
+    """Make ``out`` (a .config): ``start`` (tinyconfig, defconfig...) + fragments, checked.
+
+    Runs in a scratch build directory per (base tree, compiler) so it never disturbs a real
+    build directory's timestamps.
+    """
+    scratch = cachedir.sub("kconfig", f"{box.tree.name}-{box.compiler}")
+    wanted = kconfig.requests(fragments)
+    with series.tree_lock(box.tree):
+        series.checkout(box.tree, commit)
+        (scratch / ".config").unlink(missing_ok=True)
+        run(box.make(scratch, start), log=log, what=f"make {start}")
+        with (scratch / ".config").open("a") as fh:
+            fh.write(kconfig.merged_text(fragments))
+        run(box.make(scratch, "olddefconfig"), log=log, what="make olddefconfig")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.copyfile(scratch / ".config", tmp)
+    kconfig.check(tmp, wanted)
+    tmp.rename(out)
+    return out
+
+
+def build_dir_for(base_commit: str, config: Path, compiler: str) -> Path:
+    """The out-of-tree build directory shared by every variant with this base/config/compiler."""
+    return cachedir.sub("build", f"{base_commit[:12]}-{kconfig.sha256(config)[:12]}-{compiler}")
+
+
+ARTIFACTS = ("arch/x86/boot/bzImage", "vmlinux", "System.map", ".config")
+
+
+def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
+          log: Path) -> dict[str, object]:
+    """Build ``commit`` with ``config`` and copy the image, vmlinux, System.map, modules and
+    the log into ``dest`` (outside the repository). Returns what the manifest records."""
+    build_dir = build_dir_for(base_commit, config, box.compiler)
+    has_modules = kconfig.parse(config.read_text()).get("CONFIG_MODULES") == "y"
+    targets = ["bzImage", *(["modules"] if has_modules else [])]
+    start = time.monotonic()
+    with series.tree_lock(box.tree):
+        series.checkout(box.tree, commit)
+        kconfig.install(config, build_dir)
+        run(box.make(build_dir, *targets), log=log, what="kernel build")
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for rel in ARTIFACTS:
+            shutil.copyfile(build_dir / rel, tmp / Path(rel).name)
+        if has_modules:
+            run(box.make(build_dir, "modules_install", "INSTALL_MOD_PATH=/build/.kb-modules"),
+                log=log, what="make modules_install")
+            shutil.move(build_dir / ".kb-modules", tmp / "modules")
+    elapsed = time.monotonic() - start
+    shutil.copyfile(log, tmp / "build.log")
+    info = {
+        "commit": commit, "compiler": box.compiler, "build_dir": str(build_dir),
+        "targets": targets, "seconds": round(elapsed, 1),
+        "bzImage_bytes": (tmp / "bzImage").stat().st_size,
+        "vmlinux_bytes": (tmp / "vmlinux").stat().st_size,
+        "config_sha256": kconfig.sha256(config),
+    }
+    (tmp / "build.json").write_text(json.dumps(info, indent=1))
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return info

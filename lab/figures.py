@@ -1,0 +1,81 @@
+"""Figures and tables of cited numbers, shared by every chapter notebook.
+
+One panel per table of the mail, rows as the author ordered them: baseline and patched values as
+bars (a range as a whisker from low to high, an approximate value hatched), and the author's
+%change written beside the row, so the figure says no more and no less than the mail.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+BASELINE_COLOR = "#7f7f7f"
+CHANGE_COLOR = "#d62728"
+PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
+
+
+def _bar_columns(part: pd.DataFrame) -> list[str]:
+    """The author's columns drawn as bars: the measured ones, or the changes if that is all."""
+    measured = part[part["variant"] != "change"]
+    return list(dict.fromkeys((measured if len(measured) else part)["column"]))
+
+
+def _color(part: pd.DataFrame, column: str, index: int) -> str:
+    variant = part.loc[part["column"] == column, "variant"].iloc[0]
+    return BASELINE_COLOR if variant == "baseline" else PALETTE[index % len(PALETTE)]
+
+
+def cited_figure(frame: pd.DataFrame, title: str) -> plt.Figure:
+    """Draw a chapter's cited entries (rows of :func:`lab.cited.to_frame`), one panel per table.
+
+    Each of the author's columns is one bar series (baseline grey), so a table with several
+    patched configurations keeps them apart; changes are annotated when values are drawn.
+    """
+    tables = list(dict.fromkeys(frame["table"]))
+    heights = [max(1.2, 0.32 * len(frame[frame["table"] == t]) + 0.8) for t in tables]
+    fig, axes = plt.subplots(len(tables), 1, figsize=(7.5, sum(heights)),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for ax, table in zip(axes[:, 0], tables, strict=True):
+        part = frame[frame["table"] == table]
+        rows = list(dict.fromkeys(part["row"]))
+        columns = _bar_columns(part)
+        width = 0.8 / len(columns)
+        for i, column in enumerate(columns):
+            sel = part[part["column"] == column].set_index("row").reindex(rows)
+            y = np.arange(len(rows)) + (i - (len(columns) - 1) / 2) * width
+            xerr = np.vstack([sel["mid"] - sel["low"], sel["high"] - sel["mid"]])
+            drawn = ax.barh(y, sel["mid"], height=width, color=_color(part, column, i),
+                            label=column, xerr=xerr if np.nansum(xerr) > 0 else None, capsize=2)
+            for patch, approx in zip(drawn, sel["approximate"], strict=True):
+                patch.set_hatch("//" if approx is True else "")
+        changes = part[part["variant"] == "change"]
+        if not changes.empty and set(changes["column"]).isdisjoint(columns):
+            text = changes.groupby("row", sort=False)["value"].agg(" / ".join)
+            for j, row in enumerate(rows):
+                if row in text.index:
+                    ax.annotate(text[row], xy=(1.0, j), xycoords=("axes fraction", "data"),
+                                xytext=(4, 0), textcoords="offset points", va="center",
+                                fontsize=8, color=CHANGE_COLOR, annotation_clip=False)
+        ax.set_yticks(np.arange(len(rows)), rows)
+        ax.invert_yaxis()
+        shown = part[part["column"].isin(columns)]
+        units = ", ".join(dict.fromkeys(shown["unit"]))
+        quantity = ", ".join(dict.fromkeys(shown["quantity"]))
+        ax.set_xlabel(f"{quantity} [{units}]")
+        ax.set_title(table, loc="left", fontsize=9)
+        ax.legend(fontsize=7, loc="best", frameon=False)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def cited_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The chapter's cited entries as the author laid them out: one row per table row."""
+    order = list(dict.fromkeys(frame["column"]))
+    wide = frame.pivot_table(index=["table", "row"], columns="column", values="cited",
+                                 aggfunc="first", sort=False)
+    wide = wide.reindex(columns=order).reset_index()
+    wide.columns.name = None
+    return wide.rename(columns={"table": "measurement"})

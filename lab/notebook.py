@@ -1,0 +1,84 @@
+"""What a chapter notebook calls: consistent figures and MyST-NB glue of numbers, tables, figures.
+
+Every number a page quotes is glued here under a stable key, and pages paste it with
+``{glue:text}`/notebooks/<chapter>.md::<key>``; figures and tables are pasted with the book's
+``kb-figure`` and ``kb-table`` directives (see :mod:`lab.sphinxext`). Keeping the glue in one
+module means a figure always carries SVG, PDF and PNG renderings, and a table always carries the
+structured form the numbered-table directive needs.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib_inline.backend_inline import set_matplotlib_formats
+from myst_nb import glue
+
+TABLE_MIME = "application/vnd.kernelbook.table+json"
+"""The mime type under which :func:`glue_table` stores a table's structure for ``kb-table``."""
+
+
+def setup() -> None:
+    """Make figures reproducible byte for byte and rendered as SVG, PDF and PNG.
+
+    A fixed SVG hash salt and no creation date keep a figure's files identical across runs
+    on the same data, so re-executing a notebook does not produce a spurious diff.
+    """
+    set_matplotlib_formats("svg", "pdf", "png")
+    mpl.rcParams.update({
+        "svg.hashsalt": "kernel-book",
+        "svg.fonttype": "none",
+        "figure.dpi": 110,
+        "savefig.bbox": "tight",
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "font.size": 9,
+    })
+    mpl.rcParams["pdf.compression"] = 9
+    mpl.rcParams["svg.id"] = None
+
+
+class Table:
+    """A table that renders as HTML in the notebook and carries its cells for ``kb-table``."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+
+    def _repr_html_(self) -> str:
+        return self.frame.to_html(index=False, escape=True, na_rep="—")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        cells = self.frame.astype(object).where(self.frame.notna(), "—").astype(str)
+        payload = {"columns": [str(c) for c in cells.columns], "rows": cells.values.tolist()}
+        return {
+            TABLE_MIME: json.loads(json.dumps(payload)),
+            "text/html": self._repr_html_(),
+            "text/plain": html.unescape(cells.to_string(index=False)),
+        }
+
+
+def glue_text(key: str, text: str) -> None:
+    """Glue a number or phrase, as a string, for inline pasting with ``{glue:text}``.
+
+    MyST-NB turns the pasted text/plain back into a value with ``ast.literal_eval``; a string's
+    repr round-trips exactly, whereas bare text such as "1,234,567" would become a tuple.
+    """
+    glue(key, str(text), display=False)
+
+
+def glue_table(key: str, frame: pd.DataFrame, display: bool = True) -> None:
+    """Glue a table for the numbered ``kb-table`` directive (and show it in the notebook)."""
+    glue(key, Table(frame), display=display)
+
+
+def glue_figure(key: str, fig: plt.Figure) -> None:
+    """Glue a figure (SVG, PDF, PNG) for ``kb-figure`` and close it so it is shown only once."""
+    glue(key, fig, display=True)
+    plt.close(fig)

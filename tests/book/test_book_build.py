@@ -1,0 +1,139 @@
+"""The book builds with warnings as errors, pastes real numbers, and re-executes on data change.
+
+One scratch copy of the sources is built three times: cold, warm with no change, and after a
+cited value changed; the jupyter-cache records show which notebooks executed each time.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+from jupyter_cache import get_cache
+
+from lab import cited
+from tests.book.conftest import copy_book
+
+
+def sphinx(src: Path) -> subprocess.CompletedProcess[str]:
+    """Build ``src`` as make html does, with its own cache and output under src/_build."""
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+         str(src), str(src / "_build" / "html")],
+        cwd=src, capture_output=True, text=True, timeout=900,
+    )
+
+
+def executions(src: Path) -> dict[str, str]:
+    """Notebook file name -> creation time of its jupyter-cache record."""
+    cache = get_cache(src / "_build" / ".jupyter_cache")
+    return {Path(r.uri).name: r.created.isoformat() for r in cache.list_cache_records()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = copy_book(tmp_path_factory.mktemp("book"))
+    result = sphinx(src)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return src
+
+
+def page(src: Path, name: str) -> str:
+    return (src / "_build" / "html" / "book" / f"{name}.html").read_text(encoding="utf-8")
+
+
+def test_every_chapter_shows_cited_figure_and_table(built: Path) -> None:
+    for chapter in cited.CHAPTERS:
+        html = page(built, chapter)
+        assert f'id="fig-{chapter}-cited"' in html, chapter
+        assert f'id="tab-{chapter}-cited"' in html, chapter
+        for ext in ("svg", "pdf", "png"):
+            figure = built / "_build" / "figures" / "notebooks" / chapter / f"{chapter}-cited-fig.{ext}"
+            assert figure.stat().st_size > 1000, figure
+        assert (figure.parent / f"{chapter}-cited-fig.pdf").read_bytes().startswith(b"%PDF")
+        frame = cited.to_frame([cited.load_chapter(cited.CITED_DIR / f"{chapter}.yaml")])
+        table = html[html.index(f'id="tab-{chapter}-cited"'):]
+        for value in frame["value"]:
+            assert value.replace("~", "") in table.replace("~", ""), (chapter, value)
+
+
+def test_pasted_numbers_are_the_data(built: Path) -> None:
+    pasted = re.compile(r'<span class="pasted-text">([^<]*)</span>')
+    total = len(cited.to_frame(cited.load_all()))
+    assert str(total) in pasted.findall(page(built, "index"))
+    for chapter in cited.CHAPTERS:
+        values = pasted.findall(page(built, chapter))
+        assert all(v.strip() for v in values), f"{chapter}: an empty pasted number"
+        known = set(cited.to_frame([cited.load_chapter(cited.CITED_DIR / f"{chapter}.yaml")])["value"])
+        assert set(values) <= known | {str(total)}, f"{chapter}: pasted text not from data"
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if values.get("id"):
+            self.ids.add(values["id"] or "")
+        if tag == "a" and values.get("href"):
+            self.hrefs.append(values["href"] or "")
+
+
+def test_internal_links_and_references_resolve(built: Path) -> None:
+    html_dir = built / "_build" / "html"
+    parsed: dict[Path, _Links] = {}
+    for path in html_dir.rglob("*.html"):
+        links = _Links()
+        links.feed(path.read_text(encoding="utf-8"))
+        parsed[path] = links
+    broken = []
+    for path, links in parsed.items():
+        for href in links.hrefs:
+            parts = urlsplit(href)
+            if parts.scheme or href.startswith(("mailto:", "javascript:")):
+                continue
+            target = (path.parent / unquote(parts.path)).resolve() if parts.path else path
+            if not target.exists():
+                broken.append(f"{path.name}: {href}")
+            elif parts.fragment and target.suffix == ".html":
+                ids = parsed[target].ids if target in parsed else set()
+                if parts.fragment not in ids:
+                    broken.append(f"{path.name}: {href}")
+    assert not broken, broken[:20]
+    numrefs = [p for p in parsed if "std-numref" in p.read_text(encoding="utf-8")]
+    assert len(numrefs) >= len(cited.CHAPTERS)
+
+
+def test_unchanged_rebuild_executes_nothing(built: Path) -> None:
+    before = executions(built)
+    result = sphinx(built)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert executions(built) == before
+
+
+def test_changed_data_reexecutes_exactly_its_readers(built: Path) -> None:
+    before = executions(built)
+    path = built / "data" / "cited" / "sched-ext.yaml"
+    data = yaml.safe_load(path.read_text())
+    entry = next(e for e in data["entries"] if e["value"] == "71")
+    entry["value"] = "7"  # a digit of the quoted "71", so the quote still holds the value
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    result = sphinx(built)
+    assert result.returncode == 0, result.stdout + result.stderr
+    after = executions(built)
+    changed = {name for name in after if after[name] != before.get(name)}
+    assert changed == {"sched-ext.md", "scorecard.md"}
+    html = page(built, "sched-ext")
+    if entry["id"] in (built / "book" / "sched-ext.md").read_text():
+        assert '<span class="pasted-text">7</span>' in html
+    table = html[html.index('id="tab-sched-ext-cited"'):]
+    assert "<p>7 count</p>" in table or "<p>7</p>" in table

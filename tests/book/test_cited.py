@@ -1,0 +1,121 @@
+"""The cited-number files: schema, value parsing, and faithfulness to the seed mails."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lab import cited
+
+GOOD_ENTRY = {
+    "id": "workqueue-x-baseline", "table": "t", "row": "r", "column": "before",
+    "variant": "baseline", "quantity": "throughput", "unit": "items/s",
+    "condition": {"workload": "w"}, "value": "1,234", "source": "s1",
+    "quote": "cache 1,234 items/s",
+}
+GOOD_SOURCE = {"id": "s1", "file": "000_x.txt", "message_id": "a@b", "url": "https://x/a@b/",
+               "author": "A", "date": "2026-05-26", "subject": "[PATCH] x"}
+
+
+def write(tmp_path: Path, entries: list[dict], name: str = "workqueue") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"chapter": name, "sources": [GOOD_SOURCE],
+                                    "entries": entries}))
+    return path
+
+
+@pytest.mark.parametrize(("text", "low", "high", "approx", "percent"), [
+    ("1,419,973", 1419973, 1419973, False, False),
+    ("~2875", 2875, 2875, True, False),
+    ("13.89 - 13.90", 13.89, 13.90, False, False),
+    ("-45%", -45, -45, False, True),
+    ("+10.5 %", 10.5, 10.5, False, True),
+    ("42.25%", 42.25, 42.25, False, True),
+    ("1.2M", 1.2e6, 1.2e6, False, False),
+    ("-3 - -1", -3, -1, False, False),
+])
+def test_parse_value(text: str, low: float, high: float, approx: bool, percent: bool) -> None:
+    value = cited.parse_value(text)
+    assert (value.low, value.high, value.approximate, value.percent) == pytest.approx(
+        (low, high, approx, percent))
+    assert value.text == text
+
+
+@pytest.mark.parametrize("text", ["", "n/a", "12 apples", "1,23", "~", "3 - "])
+def test_parse_value_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="cannot parse"):
+        cited.parse_value(text)
+
+
+def test_committed_files_validate() -> None:
+    chapters = cited.load_all()
+    assert [c.name for c in chapters] == list(cited.CHAPTERS)
+    ids = [e.id for c in chapters for e in c.entries]
+    assert len(ids) == len(set(ids)), "ids must be unique across the book"
+    for chapter in chapters:
+        assert chapter.entries, f"{chapter.path} has no entries"
+
+
+def test_every_entry_has_a_source_that_quotes_it(seeds: Path) -> None:
+    for chapter in cited.load_all():
+        for entry in chapter.entries:
+            mail = cited.fold((seeds / entry.source.file).read_text(encoding="utf-8"))
+            assert cited.fold(entry.quote) in mail, f"{chapter.path}: {entry.id}: quote not in mail"
+            assert entry.source.message_id in entry.source.url
+
+
+# Result-shaped tokens that must all be recorded: percentages, "a - b" ranges and "a -> b".
+RESULT_PATTERNS = {
+    "percentage": re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)? ?%"),
+    "range": re.compile(r"(?<![\w.])\d+\.\d+ - \d+\.\d+(?![\w.])"),
+    "before/after": re.compile(r"(?<![\w.])(\d[\d,.]*) -> (\d[\d,.]*)(?![\w.])"),
+}
+
+
+def test_every_result_token_of_every_seed_is_recorded(seeds: Path) -> None:
+    for chapter in cited.load_all():
+        for source in chapter.sources.values():
+            mail = cited.fold((seeds / source.file).read_text(encoding="utf-8"))
+            values = {e.value.text for e in chapter.entries if e.source.id == source.id}
+            for kind, pattern in RESULT_PATTERNS.items():
+                for match in pattern.finditer(mail):
+                    tokens = match.groups() or (match.group(0),)
+                    missing = [t for t in tokens if t not in values]
+                    assert not missing, f"{source.file}: {kind} {match.group(0)!r} not recorded"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"value": "lots"}, "does not parse"),
+    ({"variant": "faster"}, "variant 'faster' is unknown"),
+    ({"source": "nowhere"}, "source 'nowhere' is not declared"),
+    ({"quote": "something else"}, "does not occur in its quote"),
+    ({"id": "Workqueue_X"}, "id is not lowercase-hyphenated"),
+    ({"quote": None}, "missing quote"),
+    ({"extra": 1}, "unknown fields extra"),
+])
+def test_schema_errors_name_file_entry_and_fix(tmp_path: Path, change: dict,
+                                               message: str) -> None:
+    path = write(tmp_path, [{**GOOD_ENTRY, **change}])
+    with pytest.raises(cited.CitedDataError, match=re.escape(message)) as error:
+        cited.load_chapter(path)
+    assert str(path) in str(error.value)
+    assert "Fix:" in str(error.value)
+
+
+def test_duplicate_ids_and_wrong_chapter_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(cited.CitedDataError, match="the id is used twice"):
+        cited.load_chapter(write(tmp_path, [GOOD_ENTRY, GOOD_ENTRY]))
+    path = write(tmp_path, [GOOD_ENTRY])
+    path.rename(tmp_path / "qpw.yaml")
+    with pytest.raises(cited.CitedDataError, match="set chapter: qpw"):
+        cited.load_chapter(tmp_path / "qpw.yaml")
+
+
+def test_good_entry_loads_and_frames(tmp_path: Path) -> None:
+    chapter = cited.load_chapter(write(tmp_path, [GOOD_ENTRY]))
+    frame = cited.to_frame([chapter])
+    assert frame.loc[0, "cited"] == "1,234 items/s"
+    assert frame.loc[0, "mid"] == 1234

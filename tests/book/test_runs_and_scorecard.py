@@ -1,0 +1,67 @@
+"""Reading measured runs: sha256 verification, and the scorecard join."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lab import cited, runs, scorecard
+
+
+def make_run(base: Path, chapter: str = "workqueue", run_id: str = "20261122T0000Z-x") -> Path:
+    run = base / chapter / run_id
+    run.mkdir(parents=True)
+    (run / "results.csv").write_text(
+        "variant,metric,value,unit,cited_id,value_text,verdict\n"
+        "baseline,throughput,100,items/s,workqueue-tput-cache-baseline,100,direction only\n"
+        "patched,throughput,110,items/s,,,\n")
+    files = {"results.csv": hashlib.sha256((run / "results.csv").read_bytes()).hexdigest()}
+    manifest = {"files": files, "environment": {"summary": "TCG, 8 vCPUs on 2 host cores"}}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def test_a_complete_run_loads(tmp_path: Path) -> None:
+    make_run(tmp_path)
+    [run] = runs.load_chapter_runs("workqueue", tmp_path)
+    assert list(run.results["value"]) == [100, 110]
+    measured = runs.measured_for_cited(tmp_path)
+    assert measured.to_dict("records") == [{
+        "id": "workqueue-tput-cache-baseline", "ours": "100", "verdict": "direction only",
+        "run_id": "20261122T0000Z-x", "environment": "TCG, 8 vCPUs on 2 host cores"}]
+
+
+def test_an_edited_measurement_is_refused(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    (run / "results.csv").write_text((run / "results.csv").read_text().replace("110", "120"))
+    with pytest.raises(runs.RunDataError, match=r"results.csv: sha256 differs.*Fix"):
+        runs.load_chapter_runs("workqueue", tmp_path)
+
+
+def test_a_run_without_manifest_is_refused(tmp_path: Path) -> None:
+    run = make_run(tmp_path)
+    (run / "manifest.json").unlink()
+    with pytest.raises(runs.RunDataError, match="no manifest.json"):
+        runs.load_chapter_runs("workqueue", tmp_path)
+
+
+def test_a_chapter_without_runs_is_empty(tmp_path: Path) -> None:
+    assert runs.load_chapter_runs("qpw", tmp_path) == []
+    assert runs.measured_for_cited(tmp_path).empty
+
+
+def test_scorecard_lists_every_cited_entry(tmp_path: Path) -> None:
+    frame = cited.to_frame(cited.load_all())
+    make_run(tmp_path)
+    card = scorecard.build(frame, runs.measured_for_cited(tmp_path))
+    assert len(card) == len(frame)
+    row = card.set_index("id").loc["workqueue-tput-cache-baseline"]
+    assert (row["ours"], row["verdict"]) == ("100", "direction only")
+    others = card[card["id"] != "workqueue-tput-cache-baseline"]
+    assert set(others["verdict"]) == {scorecard.NOT_YET}
+    assert set(others["ours"]) == {"—"}
+    assert isinstance(card, pd.DataFrame)
