@@ -9,6 +9,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TIMED := $(PYTHON) -m lab.timed
 BUILD := _build
+# Sphinx does not re-read a page whose warnings failed the last -W build; after a failure the
+# next build starts from a fresh environment (-E), while executed notebooks stay cached.
+FAILED := $(BUILD)/.last-build-failed
 REQUIREMENTS := requirements.txt $(wildcard requirements-pipeline.txt)
 
 .DEFAULT_GOAL := help
@@ -31,10 +34,14 @@ $(STAMP): $(REQUIREMENTS) pyproject.toml
 venv: $(STAMP) ## create the project's virtual environment from the pinned requirements
 
 html: $(STAMP) ## execute the notebooks on the committed data (cached) and build the HTML book
-	@start=$$(date +%s); \
-	$(TIMED) "validate data/cited" -- $(PY) -m lab.cited && \
-	$(TIMED) "notebooks + HTML (sphinx -W)" -- \
-	  $(PY) -m sphinx -W --keep-going -q -b html . $(BUILD)/html && \
+	@set -e; start=$$(date +%s); \
+	$(TIMED) "validate data/cited" -- $(PY) -m lab.cited; \
+	fresh=; if [ -e $(FAILED) ]; then fresh=-E; fi; \
+	if ! $(TIMED) "notebooks + HTML (sphinx -W $$fresh)" -- \
+	    $(PY) -m sphinx -W --keep-going -q $$fresh -b html . $(BUILD)/html; then \
+	  mkdir -p $(BUILD); touch $(FAILED); exit 1; \
+	fi; \
+	rm -f $(FAILED); \
 	echo "book: $(BUILD)/html/index.html; figures (SVG, PDF, PNG): $(BUILD)/figures;" \
 	  "total $$(( $$(date +%s) - start )) s"
 

@@ -41,7 +41,7 @@ numfig_format = {"figure": "Figure %s", "table": "Table %s"}
 
 bibtex_bibfiles = sorted(str(p) for p in Path(__file__).parent.glob("book/references/*.bib"))
 bibtex_default_style = "unsrt"
-bibtex_reference_style = "author_year"
+bibtex_reference_style = "label"
 
 html_theme = "sphinx_book_theme"
 html_title = project

@@ -35,7 +35,7 @@ _UNIT_WORD = r"(?:\s*(?:us|µs|ns|ms|s|cycles|items/s))?"
 VALUE_RE = re.compile(
     r"^(?P<approx>[~≈])?\s*"
     + _ONE.replace("NAME", "low")
-    + r"(?:\s*(?:-|–|to)\s*"
+    + r"(?:\s*(?:-|\u2013|to)\s*"
     + _ONE.replace("NAME", "high")
     + r")?\s*(?P<percent>%)?"
     + _UNIT_WORD
@@ -243,8 +243,9 @@ def to_frame(chapters: list[Chapter]) -> pd.DataFrame:
         {
             "chapter": e.chapter, "id": e.id, "table": e.table, "row": e.row,
             "column": e.column, "variant": e.variant, "quantity": e.quantity, "unit": e.unit,
-            "value": e.value.text, "cited": with_unit(e.value.text, e.unit), "low": e.value.low, "high": e.value.high,
-            "mid": e.value.mid, "approximate": e.value.approximate,
+            "value": e.value.text, "cited": with_unit(e.value.text, e.unit),
+            "low": e.value.low, "high": e.value.high, "mid": e.value.mid,
+            "approximate": e.value.approximate,
             "source": e.source.id, "message_id": e.source.message_id, "url": e.source.url,
             "author": e.source.author, "date": e.source.date,
         }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import EngFormatter
 
 BASELINE_COLOR = "#7f7f7f"
 CHANGE_COLOR = "#d62728"
@@ -22,9 +23,11 @@ def _bar_columns(part: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys((measured if len(measured) else part)["column"]))
 
 
-def _color(part: pd.DataFrame, column: str, index: int) -> str:
-    variant = part.loc[part["column"] == column, "variant"].iloc[0]
-    return BASELINE_COLOR if variant == "baseline" else PALETTE[index % len(PALETTE)]
+def _colors(part: pd.DataFrame, columns: list[str]) -> list[str]:
+    """Baseline columns grey; the others take the palette in order."""
+    variants = [part.loc[part["column"] == c, "variant"].iloc[0] for c in columns]
+    others = iter(PALETTE * len(columns))
+    return [BASELINE_COLOR if v == "baseline" else next(others) for v in variants]
 
 
 def cited_figure(frame: pd.DataFrame, title: str) -> plt.Figure:
@@ -42,11 +45,12 @@ def cited_figure(frame: pd.DataFrame, title: str) -> plt.Figure:
         rows = list(dict.fromkeys(part["row"]))
         columns = _bar_columns(part)
         width = 0.8 / len(columns)
+        colors = _colors(part, columns)
         for i, column in enumerate(columns):
             sel = part[part["column"] == column].set_index("row").reindex(rows)
             y = np.arange(len(rows)) + (i - (len(columns) - 1) / 2) * width
             xerr = np.vstack([sel["mid"] - sel["low"], sel["high"] - sel["mid"]])
-            drawn = ax.barh(y, sel["mid"], height=width, color=_color(part, column, i),
+            drawn = ax.barh(y, sel["mid"], height=width, color=colors[i],
                             label=column, xerr=xerr if np.nansum(xerr) > 0 else None, capsize=2)
             for patch, approx in zip(drawn, sel["approximate"], strict=True):
                 patch.set_hatch("//" if approx is True else "")
@@ -65,7 +69,11 @@ def cited_figure(frame: pd.DataFrame, title: str) -> plt.Figure:
         quantity = ", ".join(dict.fromkeys(shown["quantity"]))
         ax.set_xlabel(f"{quantity} [{units}]")
         ax.set_title(table, loc="left", fontsize=9)
-        ax.legend(fontsize=7, loc="best", frameon=False)
+        ax.xaxis.set_major_formatter(EngFormatter(sep=" "))
+        ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False,
+                  ncol=min(len(columns), 3))
+    if frame["approximate"].any():
+        title += "\nhatched: approximate value (~); whiskers: a range as written"
     fig.suptitle(title, x=0.01, ha="left", fontsize=10)
     fig.tight_layout()
     return fig

@@ -21,17 +21,16 @@ import base64
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 from docutils import nodes
+from myst_nb.ext.glue.roles import PasteTextRole
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
-
-from myst_nb.ext.glue.roles import PasteTextRole
 
 from lab.notebook import TABLE_MIME
 
@@ -101,7 +100,7 @@ def _drop_cache_records(app: Sphinx, source: Path) -> None:
     cache = get_cache(app.env.mystnb_config.execution_cache_path)
     for record in cache.list_cache_records():
         if Path(record.uri).resolve() == source.resolve():
-            cache.remove_cache_record(record.pk)
+            cache.remove_cache(record.pk)
             LOGGER.info(f"[kernelbook] data changed: re-executing {source.name}")
 
 
@@ -181,7 +180,7 @@ class _PasteDirective(SphinxDirective):
     required_arguments = 1
     final_argument_whitespace = False
     has_content = True
-    option_spec = {"name": lambda arg: arg.strip()}
+    option_spec: ClassVar[dict[str, Any]] = {"name": lambda arg: arg.strip()}
 
     def glue_data(self) -> tuple[str, str, dict[str, Any]] | None:
         """(docname, key, mime bundle) of the argument, or ``None`` after a warning."""

@@ -45,7 +45,7 @@ def test_an_edited_measurement_is_refused(tmp_path: Path) -> None:
 def test_a_run_without_manifest_is_refused(tmp_path: Path) -> None:
     run = make_run(tmp_path)
     (run / "manifest.json").unlink()
-    with pytest.raises(runs.RunDataError, match="no manifest.json"):
+    with pytest.raises(runs.RunDataError, match=r"no manifest\.json"):
         runs.load_chapter_runs("workqueue", tmp_path)
 
 

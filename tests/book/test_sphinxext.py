@@ -35,5 +35,5 @@ def test_digest_follows_content_names_and_new_files(tmp_path: Path) -> None:
     (tmp_path / "data" / "b.yaml").write_text("a: 2\n")
     assert sphinxext.data_digest(tmp_path, patterns) != second
     (tmp_path / "data" / "notes.txt").write_text("ignored")
-    assert sphinxext.data_digest(tmp_path, patterns + ["data/*.md"]) == \
+    assert sphinxext.data_digest(tmp_path, [*patterns, "data/*.md"]) == \
         sphinxext.data_digest(tmp_path, patterns)
