@@ -20,8 +20,8 @@ extensions = [
 
 root_doc = "book/index"
 include_patterns = ["book/**", "notebooks/**"]
-exclude_patterns = ["_build", ".venv", "**/.ipynb_checkpoints", "book/references/**",
-                    "data/**/README.md"]
+exclude_patterns = ["**/.ipynb_checkpoints", "book/references/**", "book/_static/**",
+                    "book/_extra/**"]
 
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
 myst_enable_extensions = ["colon_fence", "dollarmath", "deflist", "substitution"]
@@ -51,5 +51,5 @@ html_theme_options = {
     "home_page_in_toc": True,
 }
 html_extra_path = ["book/_extra"]
-html_static_path = []
-suppress_warnings = ["mystnb.unknown_mime_type"]
+html_static_path = ["book/_static"]
+html_css_files = ["kernelbook.css"]

@@ -16,6 +16,7 @@ from typing import Any
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import pandas as pd
+from IPython.display import display as show
 from matplotlib_inline.backend_inline import set_matplotlib_formats
 from myst_nb import glue
 
@@ -74,8 +75,14 @@ def glue_text(key: str, text: str) -> None:
 
 
 def glue_table(key: str, frame: pd.DataFrame, display: bool = True) -> None:
-    """Glue a table for the numbered ``kb-table`` directive (and show it in the notebook)."""
-    glue(key, Table(frame), display=display)
+    """Glue a table for the numbered ``kb-table`` directive, and show it as a plain DataFrame.
+
+    The glued bundle carries a custom mime type that only ``kb-table`` reads; it is glued
+    without display so MyST-NB never tries to render that type in the notebook page.
+    """
+    glue(key, Table(frame), display=False)
+    if display:
+        show(frame)
 
 
 def glue_figure(key: str, fig: plt.Figure) -> None:

@@ -18,5 +18,11 @@ def build(cited: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
     card["ours"] = card["ours"].fillna("—").astype(str)
     card["environment"] = card["environment"].fillna("—").astype(str)
     card["verdict"] = card["verdict"].fillna(NOT_YET).astype(str)
-    return card[["chapter", "id", "quantity", "row", "column", "cited", "ours",
-                 "environment", "verdict"]]
+    return card[["chapter", "id", "table", "row", "column", "cited", "ours",
+                 "environment", "verdict"]].rename(columns={"table": "measurement"})
+
+
+def chapter_view(card: pd.DataFrame, chapter: str) -> pd.DataFrame:
+    """One chapter's rows as the page shows them: ids stay in the notebook, not the table."""
+    part = card[card["chapter"] == chapter]
+    return part.drop(columns=["chapter", "id"]).reset_index(drop=True)
