@@ -73,6 +73,26 @@ def load_chapter_runs(chapter: str, runs_dir: Path = RUNS_DIR) -> list[Run]:
     return [load_run(d) for d in sorted(base.iterdir()) if d.is_dir()]
 
 
+def environment_summary(manifest: dict) -> str:
+    """One line naming where a run was measured: accelerator, host CPU, QEMU, compiler, kernel.
+
+    Every figure that shows a measured number shows this line, because a number from TCG and
+    a number from bare metal are different claims.
+    """
+    variants = manifest.get("variants", {})
+    accels = sorted({a for v in variants.values() for a in v.get("accel_used", [])})
+    compilers = sorted({v.get("compiler", "") for v in variants.values()} - {""})
+    configs = sorted({v.get("config_sha256", "")[:12] for v in variants.values()} - {""})
+    host = manifest.get("host", {})
+    qemu = str(manifest.get("qemu", "")).split(" (")[0].replace("QEMU emulator version ", "")
+    base = manifest.get("base", {})
+    return (f"{'/'.join(a.upper() for a in accels) or 'unknown accelerator'} on "
+            f"{host.get('cpu_model', 'unknown CPU')} ({host.get('cores', '?')} host cores), "
+            f"QEMU {qemu or '?'}, {', '.join(compilers) or '?'}, "
+            f"Linux {base.get('version', '?')} ({base.get('origin', '?')}), "
+            f"config {', '.join(configs) or '?'}")
+
+
 def measured_for_cited(runs_dir: Path = RUNS_DIR) -> pd.DataFrame:
     """Measured values that a run marks as re-measuring a cited entry (``cited_id`` column).
 
@@ -84,14 +104,14 @@ def measured_for_cited(runs_dir: Path = RUNS_DIR) -> pd.DataFrame:
         for run in load_chapter_runs(chapter_dir.name, runs_dir):
             if "cited_id" not in run.results.columns:
                 continue
-            env = run.manifest.get("environment", {})
+            env = environment_summary(run.manifest)
             for rec in run.results.dropna(subset=["cited_id"]).to_dict("records"):
                 text = rec.get("value_text")
                 rows.append({
                     "id": rec["cited_id"],
                     "ours": text if isinstance(text, str) else str(rec["value"]),
                     "verdict": rec.get("verdict", "measured"), "run_id": run.run_id,
-                    "environment": env.get("summary", ""),
+                    "environment": env,
                 })
     frame = pd.DataFrame(rows, columns=["id", "ours", "verdict", "run_id", "environment"])
     return frame.drop_duplicates("id", keep="last")

@@ -12,6 +12,10 @@ import pytest
 from lab import cited, runs, scorecard
 
 
+ENV = ("TCG on AMD EPYC (2 host cores), QEMU 7.2.22, gcc, Linux 7.2.13 (debian-orig:7.2.13), "
+       "config 833ba6bd4e67")
+
+
 def make_run(base: Path, chapter: str = "workqueue", run_id: str = "20261122T0000Z-x") -> Path:
     run = base / chapter / run_id
     run.mkdir(parents=True)
@@ -20,7 +24,13 @@ def make_run(base: Path, chapter: str = "workqueue", run_id: str = "20261122T000
         "baseline,throughput,100,items/s,workqueue-tput-cache-baseline,100,direction only\n"
         "patched,throughput,110,items/s,,,\n")
     files = {"results.csv": hashlib.sha256((run / "results.csv").read_bytes()).hexdigest()}
-    manifest = {"files": files, "environment": {"summary": "TCG, 8 vCPUs on 2 host cores"}}
+    manifest = {
+        "files": files, "qemu": "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)",
+        "host": {"cpu_model": "AMD EPYC", "cores": 2},
+        "base": {"version": "7.2.13", "origin": "debian-orig:7.2.13"},
+        "variants": {"baseline": {"accel_used": ["tcg"], "compiler": "gcc",
+                                  "config_sha256": "833ba6bd4e67a661"}},
+    }
     (run / "manifest.json").write_text(json.dumps(manifest))
     return run
 
@@ -32,7 +42,7 @@ def test_a_complete_run_loads(tmp_path: Path) -> None:
     measured = runs.measured_for_cited(tmp_path)
     assert measured.to_dict("records") == [{
         "id": "workqueue-tput-cache-baseline", "ours": "100", "verdict": "direction only",
-        "run_id": "20261122T0000Z-x", "environment": "TCG, 8 vCPUs on 2 host cores"}]
+        "run_id": "20261122T0000Z-x", "environment": ENV}]
 
 
 def test_an_edited_measurement_is_refused(tmp_path: Path) -> None:
