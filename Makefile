@@ -48,7 +48,8 @@ html: $(STAMP) ## execute the notebooks on the committed data (cached) and build
 lint: $(STAMP) ## ruff over the Python code
 	@$(TIMED) "ruff" -- $(PY) -m ruff check lab tests conf.py
 
-pytest: $(STAMP) ## the test suite (includes a full book build and the pipeline smoke run)
+# The pipeline tests boot kernels: pipeline-deps installs QEMU and friends (as root) first.
+pytest: $(STAMP) pipeline-deps ## the test suite (includes a full book build and the pipeline smoke run)
 	@$(TIMED) "pytest" -- $(PY) -m pytest
 
 test: lint pytest ## everything CI runs
@@ -59,4 +60,4 @@ clean: ## remove the built book (keeps the notebook cache and the kernel caches)
 clean-cache: clean ## also drop the notebook execution cache
 	rm -rf $(BUILD)/.jupyter_cache
 
--include pipeline.mk
+include pipeline.mk

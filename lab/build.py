@@ -10,6 +10,7 @@ depend on where the cache lives on this machine.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -54,26 +55,46 @@ class Toolbox:
         )
 
 
+def _kconfig_inputs(tree: Path, commit: str) -> str:
+    """Blob ids of everything that decides a .config: every Kconfig file, the config
+    fragments shipped in the tree, the top Makefile (version) and scripts/kconfig."""
+    listing = run(["git", "-C", tree, "ls-tree", "-r", commit], what="git ls-tree").stdout
+    keep = [line for line in listing.splitlines()
+            if "/Kconfig" in line or "\tKconfig" in line or line.endswith(".config")
+            or line.endswith("\tMakefile") or "\tscripts/kconfig/" in line]
+    return hashlib.sha256("\n".join(keep).encode()).hexdigest()
+
+
 def configure(box: Toolbox, commit: str, start: str, fragments: list[Path], out: Path,
               log: Path) -> Path:
     """Make ``out`` (a .config): ``start`` (tinyconfig, defconfig...) + fragments, checked.
 
     Runs in a scratch build directory per (base tree, compiler) so it never disturbs a real
-    build directory's timestamps.
+    build directory's timestamps. The result is cached under a key of every input that can
+    change it (Kconfig files, start target, fragments, compiler and root), so variants whose
+    series does not touch Kconfig share one configuration run.
     """
-    scratch = cachedir.sub("kconfig", f"{box.tree.name}-{box.compiler}")
     wanted = kconfig.requests(fragments)
-    with series.tree_lock(box.tree):
-        series.checkout(box.tree, commit)
-        (scratch / ".config").unlink(missing_ok=True)
-        run(box.make(scratch, start), log=log, what=f"make {start}")
-        with (scratch / ".config").open("a") as fh:
-            fh.write(kconfig.merged_text(fragments))
-        run(box.make(scratch, "olddefconfig"), log=log, what="make olddefconfig")
+    key = hashlib.sha256("\n".join([
+        _kconfig_inputs(box.tree, commit), start, box.compiler, box.root.name,
+        *(f.read_text() for f in fragments)]).encode()).hexdigest()[:20]
+    cached = cachedir.sub("kconfig", "results") / f"{key}.config"
+    if not cached.is_file():
+        scratch = cachedir.sub("kconfig", f"{box.tree.name}-{box.compiler}")
+        with series.tree_lock(box.tree):
+            series.checkout(box.tree, commit)
+            (scratch / ".config").unlink(missing_ok=True)
+            run(box.make(scratch, start), log=log, what=f"make {start}")
+            with (scratch / ".config").open("a") as fh:
+                fh.write(kconfig.merged_text(fragments))
+            run(box.make(scratch, "olddefconfig"), log=log, what="make olddefconfig")
+        shutil.copyfile(scratch / ".config", cached.with_suffix(".tmp"))
+        cached.with_suffix(".tmp").rename(cached)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    shutil.copyfile(scratch / ".config", tmp)
-    kconfig.check(tmp, wanted)
+    shutil.copyfile(cached, tmp)
+    names = ", ".join(f.name for f in fragments)
+    kconfig.check(tmp, wanted, f"{out.resolve()} ({start} + {names})")
     tmp.rename(out)
     return out
 
@@ -116,7 +137,7 @@ def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
         "vmlinux_bytes": (tmp / "vmlinux").stat().st_size,
         "config_sha256": kconfig.sha256(config),
     }
-    (tmp / "build.json").write_text(json.dumps(info, indent=1))
+    (tmp / "build-info.json").write_text(json.dumps(info, indent=1))
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return info

@@ -24,8 +24,8 @@ HOST_TOOLS: dict[str, str] = {
     "mmdebstrap": "mmdebstrap",
     "bwrap": "bubblewrap",
     "git": "git",
-    "zstd": "zstd",
     "apt-get": "apt",
+    "dpkg-deb": "dpkg",
 }
 """Host programs the pipeline calls, mapped to the Debian package that provides each."""
 

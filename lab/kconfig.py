@@ -44,7 +44,10 @@ def parse(text: str) -> dict[str, str]:
 
 
 def fragment_path(name: str) -> Path:
-    """Return ``configs/<name>.config``, failing with the list of fragments that exist."""
+    """Return ``configs/<name>.config`` (or ``name`` itself if it is a path to a file),
+    failing with the list of fragments that exist."""
+    if name.endswith(".config") and (ROOT / name).is_file():
+        return (ROOT / name).resolve()
     path = CONFIG_DIR / f"{name}.config"
     if not path.is_file():
         have = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.config")))
@@ -77,12 +80,13 @@ def dropped(final: dict[str, str], wanted: dict[str, Request]) -> list[str]:
     return lines
 
 
-def check(config: Path, wanted: dict[str, Request]) -> None:
+def check(config: Path, wanted: dict[str, Request], name: str = "") -> None:
     """Fail if ``olddefconfig`` changed any requested option, listing all of them."""
     lost = dropped(parse(config.read_text()), wanted)
     if lost:
         raise StageError(
-            f"{config}: olddefconfig dropped or changed {len(lost)} requested option(s):\n  "
+            f"{name or config}: olddefconfig dropped or changed {len(lost)} requested "
+            "option(s):\n  "
             + "\n  ".join(lost)
             + "\nfix: add the options they depend on to the fragment (see `depends on` in the"
             " option's Kconfig entry), or remove the request"
@@ -90,10 +94,8 @@ def check(config: Path, wanted: dict[str, Request]) -> None:
 
 
 def sha256(config: Path) -> str:
-    """Hash a ``.config`` without its comment lines (they carry the compiler's version text)."""
-    body = "\n".join(l for l in config.read_text().splitlines() if l and not l.startswith("#"))
-    unset = "\n".join(l for l in config.read_text().splitlines() if _UNSET.match(l))
-    return hashlib.sha256((body + "\n" + unset).encode()).hexdigest()
+    """Hash a ``.config`` as bytes: it names the build directory and goes in the manifest."""
+    return hashlib.sha256(config.read_bytes()).hexdigest()
 
 
 def install(config: Path, build_dir: Path) -> None:

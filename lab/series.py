@@ -2,7 +2,8 @@
 
 A chapter either *applies* a series that is not upstream (baseline = base, patched = base +
 series) or *reverts* one that 7.2.13 already contains (baseline = base - series, patched =
-base). ``patches/<chapter>/meta.yaml`` says which (``mode: apply`` or ``mode: revert``).
+base). ``patches/<chapter>/meta.yaml`` says which (``mode: apply`` or ``mode: revert``); its
+``instrument:`` patches go on both trees, and ``trees:`` names further trees as patch lists.
 
 The commits are built with ``git apply --cached`` into a private index, never touching the
 working tree, so the files' modification times only change when a build checks a commit out;
@@ -19,7 +20,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -32,41 +33,83 @@ TREES = ("baseline", "patched")
 
 @dataclass(frozen=True)
 class Series:
-    """A chapter's patches in order, and whether they are applied or reverted."""
+    """A chapter's patches: the series in order, how it is used, and the optional extras.
+
+    ``instrument`` patches (measurement-only, e.g. a TSC probe) go on top of both baseline and
+    patched; ``trees`` names further trees as explicit patch lists (e.g. a baseline without
+    changes that were merged before the series), which a variant selects with ``tree:``.
+    """
 
     directory: Path
     patches: tuple[Path, ...]
     mode: str
+    instrument: tuple[Path, ...] = ()
+    trees: dict[str, tuple[Path, ...]] = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:
-        """One hash over the series file, the mode and every patch's bytes, in order."""
+        """One hash over the mode and every patch's name and bytes, series, extras and trees."""
         h = hashlib.sha256(self.mode.encode())
-        for p in self.patches:
-            h.update(p.name.encode() + b"\0" + p.read_bytes())
+        named = [("series", p) for p in self.patches]
+        named += [("instrument", p) for p in self.instrument]
+        named += [(t, p) for t, ps in sorted(self.trees.items()) for p in ps]
+        for group, p in named:
+            h.update(f"{group}:{p.relative_to(self.directory)}".encode() + b"\0" + p.read_bytes())
         return h.hexdigest()
+
+    @property
+    def files(self) -> list[Path]:
+        """Every patch file the chapter uses (the workflow's inputs)."""
+        every = [*self.patches, *self.instrument, *(p for ps in self.trees.values() for p in ps)]
+        return sorted(set(every))
+
+    def steps(self, tree: str) -> list[tuple[Path, bool]]:
+        """The patches that make ``tree`` from the base, in order, with ``reverse`` flags."""
+        if tree in self.trees:
+            return [(p, False) for p in self.trees[tree]]
+        extra = [(p, False) for p in self.instrument]
+        if tree == "baseline":
+            reverted = [(p, True) for p in reversed(self.patches)] if self.mode == "revert" else []
+            return reverted + extra
+        if tree == "patched":
+            applied = [(p, False) for p in self.patches] if self.mode == "apply" else []
+            return applied + [x for x in extra if x not in applied]
+        have = ", ".join([*TREES, *sorted(self.trees)])
+        raise StageError(f"tree {tree!r} is not defined for {self.directory} (have: {have}); "
+                         f"name it under trees: in {self.directory / 'meta.yaml'}")
+
+
+def _listed(directory: Path, names: list[str], where: Path) -> tuple[Path, ...]:
+    paths = []
+    for name in names:
+        path = directory / name
+        if not path.is_file():
+            raise StageError(f"{where} names {name}, which is not in {directory}")
+        paths.append(path)
+    return tuple(paths)
 
 
 def load(directory: Path) -> Series:
-    """Read ``series`` (quilt style: one patch per line, ``#`` comments) and ``meta.yaml``."""
+    """Read ``series`` (quilt style: one patch per line, ``#`` comments) and ``meta.yaml``
+    (``mode: apply|revert``, optional ``instrument:`` list and ``trees:`` mapping)."""
     series_file = directory / "series"
     if not series_file.is_file():
         raise StageError(f"{series_file} is missing; list the chapter's patches in it, one a line")
     meta_file = directory / "meta.yaml"
-    meta = yaml.safe_load(meta_file.read_text()) if meta_file.is_file() else {}
-    mode = (meta or {}).get("mode", "apply")
+    meta = (yaml.safe_load(meta_file.read_text()) if meta_file.is_file() else None) or {}
+    mode = meta.get("mode", "apply")
     if mode not in ("apply", "revert"):
         raise StageError(f"{meta_file}: mode must be 'apply' or 'revert', not {mode!r}")
-    patches = []
-    for line in series_file.read_text().splitlines():
-        name = line.split("#", 1)[0].split()
-        if not name:
-            continue
-        path = directory / name[0]
-        if not path.is_file():
-            raise StageError(f"{series_file} names {name[0]}, which is not in {directory}")
-        patches.append(path)
-    return Series(directory, tuple(patches), mode)
+    names = [line.split("#", 1)[0].split()[0] for line in series_file.read_text().splitlines()
+             if line.split("#", 1)[0].split()]
+    trees = meta.get("trees") or {}
+    if not isinstance(trees, dict) or not all(isinstance(v, list) for v in trees.values()):
+        raise StageError(f"{meta_file}: trees must map a tree name to a list of patch files")
+    return Series(
+        directory, _listed(directory, names, series_file), mode,
+        _listed(directory, list(meta.get("instrument") or []), meta_file),
+        {name: _listed(directory, list(ps), meta_file) for name, ps in trees.items()},
+    )
 
 
 @dataclass(frozen=True)
@@ -123,44 +166,52 @@ def _git(tree: Path, *args: str, env: dict[str, str] | None = None) -> str:
 
 
 def commit_for(tree: Path, base_commit: str, series: Series, variant: str) -> str:
-    """Return the commit of ``variant`` (baseline or patched), creating it once.
+    """Return the commit of the named tree (baseline, patched, or one of meta.yaml's trees),
+    creating it once.
 
     Fails with the patch, the file, the hunk and the command that reproduces the failure.
     """
-    if variant not in TREES:
-        raise StageError(f"unknown tree {variant!r}; a variant's tree is one of {TREES}")
-    untouched = "baseline" if series.mode == "apply" else "patched"
-    if variant == untouched or not series.patches:
+    steps = series.steps(variant)
+    if not steps:
         return base_commit
     ref = f"refs/kb/{series.directory.name}/{variant}-{base_commit[:12]}-{series.sha256[:16]}"
     existing = run(["git", "-C", tree, "rev-parse", "--verify", "-q", ref], check=False)
     if existing.returncode == 0 and existing.stdout.strip():
         return existing.stdout.strip()
-    reverse = series.mode == "revert"
-    patches = list(reversed(series.patches)) if reverse else list(series.patches)
     with tempfile.TemporaryDirectory() as tmp:
         env = {**git_env(), "GIT_INDEX_FILE": str(Path(tmp) / "index")}
         _git(tree, "read-tree", base_commit, env=env)
-        for patch in patches:
-            argv = ["git", "-C", str(tree), "apply", "--cached", "-v",
-                    *(["-R"] if reverse else []), str(patch.resolve())]
+        for i, (patch, reverse) in enumerate(steps):
+            flags = ["-R"] if reverse else []
+            argv = ["git", "-C", str(tree), "apply", "--cached", "-v", *flags,
+                    str(patch.resolve())]
             try:
                 run(argv, env=env, what="git apply")
             except StageError as exc:
-                verb = "revert" if reverse else "apply"
-                repro = quote(["git", "-C", str(tree), "checkout", "--detach", base_commit]) + \
-                    " && " + quote(["git", "-C", str(tree), "apply", "--check", "-v",
-                                    *(["-R"] if reverse else []), str(patch.resolve())])
                 raise StageError(
-                    f"{patch} does not {verb} to {base_commit[:12]}: "
-                    f"{explain_failure(patch, str(exc), reverse)}\n"
-                    f"reproduce: {repro}\n{exc}"
+                    f"{patch} does not {'revert' if reverse else 'apply'} to "
+                    f"{base_commit[:12]}: {explain_failure(patch, str(exc), reverse)}\n"
+                    f"reproduce: {reproduce(tree, base_commit, steps[:i], patch, flags)}\n"
+                    f"{exc}"
                 ) from None
         tree_id = _git(tree, "write-tree", env=env)
-    message = f"kb: {series.directory.name} {variant} ({series.mode} {len(patches)} patches)"
+    message = f"kb: {series.directory.name} {variant} ({len(steps)} patches, {series.mode})"
     commit = _git(tree, "commit-tree", tree_id, "-p", base_commit, "-m", message, env=git_env())
     _git(tree, "update-ref", ref, commit)
     return commit
+
+
+def reproduce(tree: Path, base_commit: str, before: list[tuple[Path, bool]], patch: Path,
+              flags: list[str]) -> str:
+    """A shell command that replays the series up to ``patch`` in a scratch index (the cached
+    tree's files stay as they are) and shows git's complaint about ``patch``."""
+    idx = "GIT_INDEX_FILE=$(mktemp -u)"
+    git = quote(["git", "-C", str(tree)])
+    steps = [f"export {idx}", f"{git} read-tree {base_commit}"]
+    steps += [f"{git} apply --cached {quote([*(['-R'] if rev else []), str(p.resolve())])}"
+              for p, rev in before]
+    steps.append(f"{git} apply --cached --check -v {quote([*flags, str(patch.resolve())])}")
+    return " && ".join(steps)
 
 
 @contextmanager

@@ -11,8 +11,7 @@ import pytest
 
 from lab import cited, runs, scorecard
 
-
-ENV = ("TCG on AMD EPYC (2 host cores), QEMU 7.2.22, gcc, Linux 7.2.13 (debian-orig:7.2.13), "
+ENV = ("TCG on AMD EPYC (2 host cores), QEMU 7.2.22, gcc, Linux 7.2.13 (debian-linux-source:7.2.13-1), "
        "config 833ba6bd4e67")
 
 
@@ -27,7 +26,7 @@ def make_run(base: Path, chapter: str = "workqueue", run_id: str = "20261122T000
     manifest = {
         "files": files, "qemu": "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)",
         "host": {"cpu_model": "AMD EPYC", "cores": 2},
-        "base": {"version": "7.2.13", "origin": "debian-orig:7.2.13"},
+        "base": {"version": "7.2.13", "origin": "debian-linux-source:7.2.13-1"},
         "variants": {"baseline": {"accel_used": ["tcg"], "compiler": "gcc",
                                   "config_sha256": "833ba6bd4e67a661"}},
     }

@@ -1,0 +1,164 @@
+"""Collect: one run's raw outputs, tidy results and manifest, moved into ``data/runs`` whole.
+
+The run directory is assembled in a temporary directory and renamed into
+``data/runs/<chapter>/<run-id>/`` only when every file is written and hashed, so a reader (or
+a notebook) never sees a half-written run, an interrupted collect leaves nothing behind, and
+an existing run is never overwritten: a re-measurement is a new run-id.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lab import DATA, ROOT
+from lab.command import StageError
+
+RUNS = DATA / "runs"
+CSV_FIELDS = ("chapter", "variant", "rep", "workload", "metric", "value", "accel")
+
+
+def runs_dir() -> Path:
+    """Where finished runs go: ``data/runs``, or ``KERNEL_BOOK_RUNS`` (the tests' own dir)."""
+    return Path(os.environ.get("KERNEL_BOOK_RUNS") or RUNS)
+
+
+def new_run_id(accel: str, now: datetime | None = None) -> str:
+    """A run-id that sorts by time and says which accelerator was asked for."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{accel}"
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """gzip with a zero timestamp, so the same text always compresses to the same bytes."""
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
+        gz.write(data)
+    return buf.getvalue()
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def book_commit() -> dict[str, Any]:
+    """The book's git commit and whether the work tree had changes (both go in the manifest)."""
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                              check=False)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def host_info() -> dict[str, Any]:
+    """The host's CPU model, kernel and core count."""
+    model = "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {"cpu_model": model, "kernel": platform.release(), "cores": os.cpu_count(),
+            "machine": platform.machine()}
+
+
+def tidy_rows(chapter: str, records: list[dict[str, Any]],
+              cited: dict[tuple[str, str], str] | None = None) -> list[dict[str, Any]]:
+    """Flatten every rep's parsed rows into the tidy table (one measurement per row).
+
+    ``cited`` maps (workload, metric) to the id of the cited number it re-measures
+    (``data/cited/<chapter>.yaml``); those rows get a ``cited_id`` for the scorecard.
+    """
+    rows = []
+    for rec in records:
+        for workload, pairs in rec["rows"].items():
+            for metric, value in pairs:
+                row = {"chapter": chapter, "variant": rec["variant"], "rep": rec["rep"],
+                       "workload": workload, "metric": metric, "value": value,
+                       "accel": rec["accel"]}
+                if cited:
+                    row["cited_id"] = cited.get((workload, metric), "")
+                rows.append(row)
+    return rows
+
+
+def _write(tmp: Path, rel: str, data: bytes, files: dict[str, str]) -> None:
+    path = tmp / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    files[rel] = sha256_bytes(data)
+
+
+def assemble(tmp: Path, chapter: str, records: list[dict[str, Any]], configs: dict[str, Path],
+             manifest: dict[str, Any], cited: dict[tuple[str, str], str] | None = None) -> None:
+    """Write raw outputs (gzipped), results.csv, configs and manifest.json into ``tmp``."""
+    files: dict[str, str] = {}
+    for rec in records:
+        rep_dir = Path(rec["dir"])
+        prefix = f"raw/{rec['variant']}/rep{rec['rep']}"
+        for path in sorted([rep_dir / "console.log", *sorted((rep_dir / "out").iterdir())]):
+            if path.is_file():
+                _write(tmp, f"{prefix}/{path.name}.gz", gzip_bytes(path.read_bytes()), files)
+    for variant, config in sorted(configs.items()):
+        _write(tmp, f"config/{variant}.config.gz", gzip_bytes(config.read_bytes()), files)
+    buf = io.StringIO()
+    fields = [*CSV_FIELDS, "cited_id"] if cited else list(CSV_FIELDS)
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(tidy_rows(chapter, records, cited))
+    _write(tmp, "results.csv", buf.getvalue().encode(), files)
+    manifest = {**manifest, "files": dict(sorted(files.items()))}
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def publish(chapter: str, run_id: str, fill) -> Path:
+    """Create ``runs_dir()/chapter/run_id`` atomically: ``fill(tmp)`` writes, then rename.
+
+    Refuses to replace an existing run. The temporary directory is a hidden sibling (same
+    file system, so the rename is atomic) and is removed if ``fill`` fails.
+    """
+    parent = runs_dir() / chapter
+    final = parent / run_id
+    if final.exists():
+        raise StageError(f"{final} already exists; runs are never overwritten "
+                         "(start a new run: `make reproduce` picks a new run-id)")
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".incomplete-{run_id}-", dir=parent))
+    try:
+        fill(tmp)
+        if final.exists():
+            raise StageError(f"{final} appeared while collecting; not replacing it")
+        tmp.chmod(0o755)
+        tmp.rename(final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return final
+
+
+def verify_run(run_dir: Path) -> None:
+    """Check every file of a published run against its manifest (tests and readers use it)."""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    listed = set(manifest["files"])
+    present = {str(p.relative_to(run_dir)) for p in run_dir.rglob("*")
+               if p.is_file() and p.name != "manifest.json"}
+    if listed != present:
+        raise StageError(f"{run_dir}: files differ from manifest.json: "
+                         f"missing {sorted(listed - present)}, extra {sorted(present - listed)}")
+    for rel, digest in manifest["files"].items():
+        if sha256_bytes((run_dir / rel).read_bytes()) != digest:
+            raise StageError(f"{run_dir / rel}: sha256 differs from manifest.json")
