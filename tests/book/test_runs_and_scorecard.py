@@ -11,8 +11,8 @@ import pytest
 
 from lab import cited, runs, scorecard
 
-ENV = ("TCG on AMD EPYC (2 host cores), QEMU 7.2.22, gcc, Linux 7.2.13 (debian-linux-source:7.2.13-1), "
-       "config 833ba6bd4e67")
+ENV = ("TCG on AMD EPYC (2 host cores), QEMU 7.2.22, gcc, "
+       "Linux 7.2.13 (debian-linux-source:7.2.13-1), config 833ba6bd4e67")
 
 
 def make_run(base: Path, chapter: str = "workqueue", run_id: str = "20261122T0000Z-x") -> Path:
