@@ -5,7 +5,16 @@ The source directory is the repository root so that chapters (``book/``) and the
 """
 
 import datetime
+import os
+import sys
 from pathlib import Path
+
+# This checkout's lab/ (not whichever one the virtual environment points at) serves Sphinx and,
+# through PYTHONPATH, the notebook kernels, so a copy of the book reads its own data.
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
 
 project = "The reproducible kernel-performance book"
 author = "The kernel-performance book authors"
@@ -39,7 +48,7 @@ nb_merge_streams = True
 numfig = True
 numfig_format = {"figure": "Figure %s", "table": "Table %s"}
 
-bibtex_bibfiles = sorted(str(p) for p in Path(__file__).parent.glob("book/references/*.bib"))
+bibtex_bibfiles = sorted(str(p) for p in HERE.glob("book/references/*.bib"))
 bibtex_default_style = "unsrt"
 bibtex_reference_style = "label"
 

@@ -10,7 +10,8 @@ import pytest
 
 from lab import ROOT
 
-BOOK_SOURCES = ("book", "notebooks", "data", "lab", "conf.py")
+BOOK_SOURCES = ("book", "notebooks", "data", "lab", "conf.py", "bench", "configs", "experiments",
+                "patches")
 
 
 def seeds_dir() -> Path | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -69,7 +70,7 @@ def test_pasted_numbers_are_the_data(built: Path) -> None:
     total = len(cited.to_frame(cited.load_all()))
     assert str(total) in pasted.findall(page(built, "index"))
     for chapter in cited.CHAPTERS:
-        values = pasted.findall(page(built, chapter))
+        values = [unescape(v) for v in pasted.findall(page(built, chapter))]
         assert all(v.strip() for v in values), f"{chapter}: an empty pasted number"
         chapter_file = cited.CITED_DIR / f"{chapter}.yaml"
         frame = cited.to_frame([cited.load_chapter(chapter_file)])
