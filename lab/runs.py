@@ -17,7 +17,7 @@ import pandas as pd
 from lab import DATA
 
 RUNS_DIR = DATA / "runs"
-TEXT_COLUMNS = {"cited_id": str, "value_text": str, "verdict": str, "variant": str}
+TEXT_COLUMNS = {"cited_id": str, "verdict": str, "variant": str}
 
 
 class RunDataError(ValueError):
@@ -93,11 +93,32 @@ def environment_summary(manifest: dict) -> str:
             f"config {', '.join(configs) or '?'}")
 
 
+UNJUDGED = "measured, not yet judged"
+"""Verdict of a measured number whose experiment has not yet compared it with the cited one."""
+
+
+def describe(values: pd.Series) -> str:
+    """Our value as the scorecard shows it: the mean, and the spread across repetitions.
+
+    A single repetition is shown alone; several show their count and range, because under
+    emulation the run-to-run spread is often as large as the effect.
+    """
+    if len(values) == 1:
+        return _number(values.iloc[0])
+    return (f"mean {_number(values.mean())} (n={len(values)}, "
+            f"{_number(values.min())} to {_number(values.max())})")
+
+
+def _number(value: float) -> str:
+    """Thousands separators for large or whole numbers, four significant digits otherwise."""
+    return f"{value:,.0f}" if abs(value) >= 1000 or float(value).is_integer() else f"{value:.4g}"
+
+
 def measured_for_cited(runs_dir: Path = RUNS_DIR) -> pd.DataFrame:
     """Measured values that a run marks as re-measuring a cited entry (``cited_id`` column).
 
-    Returns one row per cited id with our value, its spread and the run's environment; the
-    newest run wins where several measure the same entry.
+    Returns one row per cited id: our value over the run's repetitions, the run's verdict if it
+    gives one, and its environment; the newest run wins where several measure the same entry.
     """
     rows = []
     for chapter_dir in sorted(p for p in runs_dir.glob("*") if p.is_dir()):
@@ -105,13 +126,13 @@ def measured_for_cited(runs_dir: Path = RUNS_DIR) -> pd.DataFrame:
             if "cited_id" not in run.results.columns:
                 continue
             env = environment_summary(run.manifest)
-            for rec in run.results.dropna(subset=["cited_id"]).to_dict("records"):
-                text = rec.get("value_text")
+            measured = run.results.dropna(subset=["cited_id"])
+            for cited_id, group in measured.groupby("cited_id", sort=False):
+                verdicts = group["verdict"].dropna() if "verdict" in group else pd.Series()
                 rows.append({
-                    "id": rec["cited_id"],
-                    "ours": text if isinstance(text, str) else str(rec["value"]),
-                    "verdict": rec.get("verdict", "measured"), "run_id": run.run_id,
-                    "environment": env,
+                    "id": cited_id, "ours": describe(group["value"].astype(float)),
+                    "verdict": verdicts.iloc[-1] if len(verdicts) else UNJUDGED,
+                    "run_id": run.run_id, "environment": env,
                 })
     frame = pd.DataFrame(rows, columns=["id", "ours", "verdict", "run_id", "environment"])
     return frame.drop_duplicates("id", keep="last")
