@@ -76,12 +76,26 @@ def host_info() -> dict[str, Any]:
             "machine": platform.machine()}
 
 
+def cited_id(cited: dict[tuple[str, str], str | dict[str, str]], workload: str, metric: str,
+             variant: str) -> str:
+    """The cited id a (workload, metric) of ``variant`` re-measures, or "".
+
+    An experiment's ``cited:`` value is either one id for every variant or a mapping from
+    variant to id, for a cited table with a column per variant (baseline and patched of the
+    same metric); a variant the mapping does not name (a lock-statistics build) gets none.
+    """
+    cid = cited.get((workload, metric), "")
+    return cid.get(variant, "") if isinstance(cid, dict) else cid
+
+
 def tidy_rows(chapter: str, records: list[dict[str, Any]],
-              cited: dict[tuple[str, str], str] | None = None) -> list[dict[str, Any]]:
+              cited: dict[tuple[str, str], str | dict[str, str]] | None = None
+              ) -> list[dict[str, Any]]:
     """Flatten every rep's parsed rows into the tidy table (one measurement per row).
 
     ``cited`` maps (workload, metric) to the id of the cited number it re-measures
-    (``data/cited/<chapter>.yaml``); those rows get a ``cited_id`` for the scorecard.
+    (``data/cited/<chapter>.yaml``), or to {variant: id}; those rows get a ``cited_id`` for
+    the scorecard.
     """
     rows = []
     for rec in records:
@@ -91,7 +105,7 @@ def tidy_rows(chapter: str, records: list[dict[str, Any]],
                        "workload": workload, "metric": metric, "value": value,
                        "accel": rec["accel"]}
                 if cited:
-                    row["cited_id"] = cited.get((workload, metric), "")
+                    row["cited_id"] = cited_id(cited, workload, metric, rec["variant"])
                 rows.append(row)
     return rows
 
@@ -104,7 +118,8 @@ def _write(tmp: Path, rel: str, data: bytes, files: dict[str, str]) -> None:
 
 
 def assemble(tmp: Path, chapter: str, records: list[dict[str, Any]], configs: dict[str, Path],
-             manifest: dict[str, Any], cited: dict[tuple[str, str], str] | None = None) -> None:
+             manifest: dict[str, Any],
+             cited: dict[tuple[str, str], str | dict[str, str]] | None = None) -> None:
     """Write raw outputs (gzipped), results.csv, configs and manifest.json into ``tmp``."""
     files: dict[str, str] = {}
     for rec in records:

@@ -185,11 +185,17 @@ def cmd_accel(a: argparse.Namespace) -> None:
     write_json(Path(a.out), stamp)
 
 
-def _job_dir(job: Path, exp: experiment.Experiment, bench_bin: Path) -> None:
+def _job_dir(job: Path, exp: experiment.Experiment, bench_bin: Path,
+             modules: Path | None = None) -> None:
+    """Fill a boot's job directory: guest init, workloads, programs and, when the variant's
+    build made modules, its ``modules_install`` tree as ``modules/`` (a workload insmods from
+    it, so the guest always loads the modules of the kernel it booted)."""
     shutil.rmtree(job, ignore_errors=True)
     (job / "workloads").mkdir(parents=True)
     shutil.copyfile(ROOT / "bench" / "guest-init.sh", job / "guest-init.sh")
     shutil.copytree(bench_bin, job / "bin")
+    if modules is not None and modules.is_dir():
+        shutil.copytree(modules, job / "modules", symlinks=True)
     names = []
     for w in exp.workloads:
         src = ROOT / "bench" / w["script"]
@@ -214,9 +220,10 @@ def cmd_run(a: argparse.Namespace) -> None:
     console = tmp / "console.log"
     accel = read_json(a.accel_json)["accel"][v.accel]
     with stage("run", label, console) as stamp:
-        _job_dir(tmp / "job", exp, Path(read_json(a.bench)["bin"]))
+        artifacts = Path(read_json(a.build)["artifacts"])
+        _job_dir(tmp / "job", exp, Path(read_json(a.bench)["bin"]), artifacts / "modules")
         cmdline = vm.kernel_cmdline(v.cmdline)
-        argv = vm.qemu_command(Path(read_json(a.build)["artifacts"]) / "bzImage",
+        argv = vm.qemu_command(artifacts / "bzImage",
                                Path(read_json(a.root)["root"]), tmp / "job", tmp / "out",
                                accel["used"], v.machine, cmdline)
         result = vm.boot(argv, console, exp.boot_timeout, label)

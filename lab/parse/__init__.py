@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lab.parse import keyvalue
+from lab.parse import keyvalue, workqueue_bench
 
 PARSERS: dict[str, Callable[[str, str], list[tuple[str, float]]]] = {
     "keyvalue": keyvalue.parse,
+    "test_workqueue": workqueue_bench.parse,
 }
 """Parser name (as the experiment's ``parser:`` says) to function(text, source name)."""
