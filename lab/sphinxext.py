@@ -68,7 +68,7 @@ CODE_READS = ["lab/*.py", "lab/**/*.py"]
 """Every notebook imports lab: its code is read like data, since jupyter-cache ignores it."""
 
 
-def _notebook_reads(app: Sphinx, env: BuildEnvironment) -> dict[str, list[str]]:
+def _notebook_reads(env: BuildEnvironment) -> dict[str, list[str]]:
     """Docname -> declared reads plus the lab code, for every document that declares reads."""
     reads = {}
     for docname in sorted(env.found_docs):
@@ -110,7 +110,7 @@ def get_outdated(app: Sphinx, env: BuildEnvironment, added: set[str], changed: s
     root = Path(app.srcdir)
     digests: dict[str, str] = getattr(env, "kb_digests", {})
     outdated = {
-        doc for doc, patterns in _notebook_reads(app, env).items()
+        doc for doc, patterns in _notebook_reads(env).items()
         if digests.get(doc) != data_digest(root, patterns)
     }
     reread = outdated | added | changed
@@ -121,7 +121,7 @@ def get_outdated(app: Sphinx, env: BuildEnvironment, added: set[str], changed: s
 
 def before_read(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
     """Read notebooks first, and drop cache records of notebooks whose data changed."""
-    reads = _notebook_reads(app, env)
+    reads = _notebook_reads(env)
     stamps = _load_stamps(app)
     for doc in docnames:
         if doc in reads:
