@@ -64,18 +64,20 @@ def data_digest(root: Path, patterns: list[str]) -> str:
     return digest.hexdigest()
 
 
-CODE_READS = ["lab/*.py", "lab/**/*.py"]
+CODE_READS = ["lab/**/*.py"]
 """Every notebook imports lab: its code is read like data, since jupyter-cache ignores it."""
 
 
+def _reads_of(env: BuildEnvironment, docname: str) -> list[str]:
+    """A document's declared reads plus the lab code, or nothing if it declares no reads."""
+    patterns = declared_reads(Path(env.doc2path(docname)))
+    return patterns + CODE_READS if patterns else []
+
+
 def _notebook_reads(env: BuildEnvironment) -> dict[str, list[str]]:
-    """Docname -> declared reads plus the lab code, for every document that declares reads."""
-    reads = {}
-    for docname in sorted(env.found_docs):
-        patterns = declared_reads(Path(env.doc2path(docname)))
-        if patterns:
-            reads[docname] = patterns + CODE_READS
-    return reads
+    """Docname -> its reads, for every document that declares any."""
+    reads = {docname: _reads_of(env, docname) for docname in sorted(env.found_docs)}
+    return {docname: patterns for docname, patterns in reads.items() if patterns}
 
 
 def _stamps_path(app: Sphinx) -> Path:
@@ -135,9 +137,9 @@ def doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     """Record a notebook's data digest, and which notebooks a page pastes from."""
     env = app.env
     docname = env.docname
-    patterns = declared_reads(Path(env.doc2path(docname)))
+    patterns = _reads_of(env, docname)
     if patterns:
-        digest = data_digest(Path(app.srcdir), patterns + CODE_READS)
+        digest = data_digest(Path(app.srcdir), patterns)
         if not hasattr(env, "kb_digests"):
             env.kb_digests = {}
         env.kb_digests[docname] = digest
