@@ -24,8 +24,8 @@ from lab.vm import ACCELS, Machine
 EXPERIMENTS = ROOT / "experiments"
 _KEYS = {"chapter", "series", "compiler", "kconfig_start", "fragments", "bench", "machine",
          "cmdline", "boot_timeout", "workload_timeout", "workloads", "reps", "accel",
-         "variants", "title"}
-_VARIANT_KEYS = {"tree", "fragments", "cmdline", "machine", "accel", "compiler"}
+         "variants", "title", "inspect"}
+_VARIANT_KEYS = {"tree", "fragments", "cmdline", "machine", "accel", "compiler", "boot"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class Variant:
     machine: Machine
     accel: str
     compiler: str
+    boot: bool = True
+    """False: build and inspect only (e.g. image sizes of a configuration nobody times)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,24 @@ class Experiment:
     reps: int
     variants: dict[str, Variant]
     raw: dict[str, Any]
+
+    @property
+    def booted(self) -> list[str]:
+        """The variants that boot (the others are only built and inspected)."""
+        return [name for name, v in self.variants.items() if v.boot]
+
+    def build_name(self, variant: str) -> str:
+        """The variant whose build ``variant`` boots: the first with the same tree, fragments
+        and compiler. Variants that differ only in command line or accelerator share one
+        kernel, so eight timed cells need two builds per compiler, not eight."""
+        v = self.variants[variant]
+        return next(name for name, o in self.variants.items()
+                    if (o.tree, o.fragments, o.compiler) == (v.tree, v.fragments, v.compiler))
+
+    @property
+    def builds(self) -> list[str]:
+        """The variants whose kernels are built (see :meth:`build_name`)."""
+        return sorted({self.build_name(name) for name in self.variants})
 
     @property
     def sha256(self) -> str:
@@ -104,6 +124,7 @@ def load(path: Path, accel: str | None = None, reps: int | None = None,
             " ".join(x for x in (raw.get("cmdline", ""), v.get("cmdline", "")) if x),
             _machine({**base_machine, **v.get("machine", {})}, f"{path}: {name}"),
             variant_accel, v.get("compiler", raw.get("compiler", "gcc")),
+            bool(v.get("boot", True)),
         )
     if only:
         missing = [o for o in only if o not in variants]

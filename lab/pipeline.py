@@ -21,7 +21,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lab import ROOT, build, cachedir, collect, experiment, kconfig, series, source, toolchain, vm
+from lab import (
+    ROOT,
+    build,
+    cachedir,
+    collect,
+    experiment,
+    inspect,
+    kconfig,
+    series,
+    source,
+    toolchain,
+    vm,
+)
 from lab.command import HOST_TOOLS, StageError, require_tools, run
 from lab.parse import PARSERS, keyvalue
 
@@ -139,6 +151,33 @@ def cmd_build(a: argparse.Namespace) -> None:
         info = build.build(_box(a, v), commit, config, read_json(a.base)["commit"], dest, log)
         stamp.update(info, artifacts=str(dest), variant=v.name)
     stamp["build_seconds"] = info["seconds"]
+    write_json(Path(a.out), stamp)
+
+
+def cmd_inspect(a: argparse.Namespace) -> None:
+    """Record image sizes and, when the experiment has ``inspect: {callers: [...]}``, the
+    out-of-line copies of every function the series forces inline and the callers' probe
+    region (:mod:`lab.inspect`), read from the variant's vmlinux with the root's binutils."""
+    exp = load_experiment(a)
+    v = exp.variants[a.variant]
+    built = read_json(a.build)
+    artifacts = Path(built["artifacts"])
+    root = Path(read_json(a.root)["root"])
+    callers = list((exp.raw.get("inspect") or {}).get("callers", []))
+    with stage("inspect", f"{exp.chapter}/{v.name}", None) as stamp:
+        stamp.update(variant=v.name, build=exp.build_name(v.name),
+                     bzImage_bytes=(artifacts / "bzImage").stat().st_size)
+        if callers:
+            def tool(*argv: str) -> str:
+                return run(toolchain.in_root(root, list(argv), {artifacts: "/image"}),
+                           what=f"{argv[0]} of {v.name}'s vmlinux").stdout
+            ser = series.load(exp.series)
+            functions = inspect.forced_inline([p for p in ser.patches
+                                               if p not in ser.instrument])
+            listings = {c: tool("objdump", "-d", "--no-show-raw-insn", f"--disassemble={c}",
+                                "/image/vmlinux") for c in callers}
+            stamp["evidence"] = inspect.evidence(
+                tool("nm", "-S", "--defined-only", "/image/vmlinux"), listings, functions)
     write_json(Path(a.out), stamp)
 
 
@@ -268,6 +307,7 @@ def cmd_collect(a: argparse.Namespace) -> None:
     exp = load_experiment(a)
     records = [read_json(p) for p in a.runs]
     builds = {read_json(p)["variant"]: read_json(p) for p in a.builds}
+    inspected = {read_json(p)["variant"]: read_json(p) for p in a.inspected}
     root = read_json(a.root)
     base = read_json(a.base)
     serieses = {read_json(p)["tree"]: read_json(p) for p in a.series}
@@ -275,9 +315,10 @@ def cmd_collect(a: argparse.Namespace) -> None:
         variants = {}
         for name, v in exp.variants.items():
             reps = [r for r in records if r["variant"] == name]
+            built = builds[exp.build_name(name)]
             variants[name] = {
-                "tree": v.tree, "commit": builds[name]["commit"], "compiler": v.compiler,
-                "config_sha256": builds[name]["config_sha256"],
+                "tree": v.tree, "commit": built["commit"], "compiler": v.compiler,
+                "config_sha256": built["config_sha256"], "boot": v.boot,
                 "fragments": list(v.fragments), "kconfig_start": exp.kconfig_start,
                 "cmdline": reps[0]["cmdline"] if reps else vm.kernel_cmdline(v.cmdline),
                 "accel_requested": v.accel,
@@ -289,8 +330,11 @@ def cmd_collect(a: argparse.Namespace) -> None:
                 "guest": reps[0]["guest"] if reps else {},
                 "qemu_argv": [portable(x) for x in reps[0]["qemu_argv"]] if reps else [],
                 "boot_to_result_seconds": [r["boot_to_result_seconds"] for r in reps],
-                "build": {k: builds[name][k] for k in ("bzImage_bytes", "vmlinux_bytes",
-                                                       "targets", "build_seconds")},
+                "build": {"variant": exp.build_name(name),
+                          **{k: built[k] for k in ("bzImage_bytes", "vmlinux_bytes",
+                                                   "targets", "build_seconds")}},
+                "inspect": {k: val for k, val in inspected[name].items()
+                            if k in ("bzImage_bytes", "evidence")},
             }
         ser = next(iter(serieses.values()))
         manifest = {
@@ -412,9 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     acc.add_argument("--probe-timeout", type=float, default=vm.probe_timeout())
     add("run", cmd_run, "--root", "--build", "--bench", "--accel-json", "--variant", "--rep",
         "--out")
+    add("inspect", cmd_inspect, "--root", "--build", "--variant", "--out")
     col = add("collect", cmd_collect, "--root", "--base", "--run-id", "--out")
-    for many in ("--runs", "--builds", "--series"):
+    for many in ("--builds", "--series", "--inspected"):
         col.add_argument(many, nargs="+", required=True)
+    col.add_argument("--runs", nargs="*", default=[])  # none when no variant boots
     add("run-id", cmd_run_id)
     add("summary", cmd_summary, "--run-id")
     a = p.parse_args(argv)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lab.parse import keyvalue, workqueue_bench
+from lab.parse import keyvalue, sched_test, workqueue_bench
 
 PARSERS: dict[str, Callable[[str, str], list[tuple[str, float]]]] = {
     "keyvalue": keyvalue.parse,
     "test_workqueue": workqueue_bench.parse,
+    "sched_test": sched_test.parse,
 }
 """Parser name (as the experiment's ``parser:`` says) to function(text, source name)."""

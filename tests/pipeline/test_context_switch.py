@@ -1,0 +1,155 @@
+"""The context-switch chapter: experiment matrix, the probe's parser, the image inspector."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lab import ROOT, experiment, inspect, series
+from lab.command import StageError
+from lab.parse import PARSERS
+
+EXP = ROOT / "experiments" / "context-switch.yaml"
+SERIES = ROOT / "patches" / "context-switch"
+
+GOOD = """\
+text.isolated=1
+text.spectre_v2=Mitigation: Retpolines; IBPB: always-on; STIBP: forced; RSB filling
+cpu_flag.ibpb=1
+cpu_flag.stibp=0
+cpu=1
+rounds=4
+switches=8
+ns_per_switch=1500.000
+shift=1
+[   10.000001] sched_test: start shift=1
+[   10.000002] sched_test: cpu=1 switches=2 cycles=20 avg_x100=1000
+[   10.000003] sched_test: cpu=0 switches=2 cycles=999 avg_x100=49950
+[   10.000004] sched_test: cpu=1 switches=2 cycles=30 avg_x100=1500
+[   10.000005] sched_test: cpu=1 switches=1 cycles=7 avg_x100=700
+[   10.000006] sched_test: stop
+end=ok
+"""
+
+
+def test_matrix_has_the_eight_cells_twice_and_four_size_builds() -> None:
+    exp = experiment.load(EXP)
+    timed = [v for v in exp.variants.values() if v.boot]
+    assert len(timed) == 24
+    cells = {(v.compiler, v.tree, "spectre_v2_user=on" in v.cmdline) for v in timed}
+    assert {v.tree for v in timed} == {"v2-thread-baseline", "baseline", "patched"}
+    assert len(cells) == 12
+    assert {v.accel for v in timed} == {"auto", "icount"}
+    assert all("isolcpus=1" in v.cmdline for v in timed)
+    sizes = [v for v in exp.variants.values() if not v.boot]
+    assert {(v.compiler, v.tree) for v in sizes} == {(c, t) for c in ("gcc", "clang")
+                                                      for t in ("baseline", "patched")}
+    assert all("context-switch-size" in v.fragments and "context-switch" not in v.fragments
+               for v in sizes)
+
+
+def test_cells_differing_only_in_cmdline_or_accel_share_one_build() -> None:
+    exp = experiment.load(EXP)
+    assert exp.build_name("gcc-patched-spectre-icount") == "gcc-patched"
+    assert exp.build_name("clang-baseline-spectre") == "clang-baseline"
+    assert exp.build_name("gcc-size-patched") == "gcc-size-patched"
+    assert len(exp.builds) == 10
+    assert "gcc-size-baseline" not in exp.booted and "gcc-baseline-icount" in exp.booted
+
+
+def test_unknown_variant_key_is_rejected(tmp_path: Path) -> None:
+    raw = yaml.safe_load(EXP.read_text())
+    raw["variants"]["gcc-baseline"]["boots"] = False
+    bad = tmp_path / "context-switch.yaml"
+    bad.write_text(yaml.safe_dump(raw))
+    with pytest.raises(StageError, match=r"unknown key.*boots"):
+        experiment.load(bad)
+
+
+def test_every_cited_id_of_the_probe_exists() -> None:
+    exp = experiment.load(EXP)
+    known = {e["id"] for e in yaml.safe_load(
+        (ROOT / "data" / "cited" / "context-switch.yaml").read_text())["entries"]}
+    (mapping,) = [w["cited"]["probe.avg_cycles"] for w in exp.workloads]
+    assert set(mapping) <= set(exp.variants)
+    assert set(mapping.values()) <= known and len(set(mapping.values())) == 8
+    assert not any("icount" in v for v in mapping), "icount counts instructions, not cycles"
+
+
+def test_parser_keeps_full_intervals_of_the_measured_cpu() -> None:
+    rows = dict(PARSERS["sched_test"](GOOD, "pingpong.out"))
+    assert rows["probe.intervals"] == 2 and rows["probe.switches"] == 4
+    assert rows["probe.avg_cycles"] == pytest.approx(12.5)
+    assert (rows["probe.min_avg_cycles"], rows["probe.max_avg_cycles"]) == (10.0, 15.0)
+    assert rows["spectre_v2.ibpb"] == 2 and rows["spectre_v2.stibp"] == 2
+    assert rows["isolated_cpu"] == 1 and rows["cpu_flag.ibpb"] == 1
+    assert rows["prog.ns_per_switch"] == 1500.0
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda t: t.replace("[   10.000006] sched_test: stop\n", ""), "no 'sched_test: stop'"),
+    (lambda t: t.replace("start shift=1", "start shift=20"), "start shift=1"),
+    (lambda t: t.replace("switches=2 cycles=20", "switches=3 cycles=20")
+     .replace("switches=2 cycles=30", "switches=3 cycles=30"), "no full interval"),
+    (lambda t: t.replace("end=ok\n", ""), "truncated"),
+    (lambda t: t.replace("IBPB: always-on", "IBPB: sometimes"), "unknown IBPB state"),
+    (lambda t: t.replace("rounds=4", "rounds=four"), "not a number"),
+])
+def test_parser_rejects_runs_that_did_not_measure(edit, message: str) -> None:
+    with pytest.raises(StageError, match=message):
+        PARSERS["sched_test"](edit(GOOD), "pingpong.out")
+
+
+def test_forced_inline_functions_come_from_the_series_not_the_probe() -> None:
+    ser = series.load(SERIES)
+    names = inspect.forced_inline([p for p in ser.patches if p not in ser.instrument])
+    assert {"finish_task_switch", "finish_lock_switch", "__splice_balance_callbacks",
+            "raw_spin_rq_unlock", "vtime_task_switch"} <= set(names)
+    assert not [n for n in names if n.startswith("sched_test")]
+    assert len(names) == len(set(names))
+
+
+NM = """\
+ffffffff81001000 0000000000000200 T __schedule
+ffffffff81002000 0000000000000080 t finish_task_switch.isra.0
+ffffffff81003000 0000000000000010 T _raw_spin_unlock
+ffffffff81004000 0000000000000040 T mmdrop_sched_helper
+ffffffff81005000 0000000000000020 d finish_task_switch_data
+"""
+LISTING = """\
+vmlinux:     file format elf64-x86-64
+
+
+Disassembly of section .text:
+
+ffffffff81001000 <__schedule>:
+ffffffff81001000:\tpush   %rbp
+ffffffff81001001:\trdtsc
+ffffffff81001003:\tmov    %rax,%gs:0x1234
+ffffffff8100100b:\tcall   ffffffff81002000 <finish_task_switch.isra.0>
+ffffffff81001010:\trdtsc
+ffffffff81001012:\tcall   *%rax
+ffffffff81001014:\tcall   ffffffff81003000 <_raw_spin_unlock>
+ffffffff81001019:\tret
+"""
+
+
+def test_evidence_counts_copies_calls_and_the_probe_region() -> None:
+    ev = inspect.evidence(NM, {"__schedule": LISTING}, ["finish_task_switch", "mmdrop"])
+    fts = ev["functions"]["finish_task_switch"]
+    assert fts["out_of_line"] == ["finish_task_switch.isra.0"] and fts["bytes"] == 0x80
+    assert fts["called_from"] == {"__schedule": 1}
+    assert ev["functions"]["mmdrop"] == {"out_of_line": [], "bytes": 0,
+                                         "called_from": {"__schedule": 0}}
+    sched = ev["callers"]["__schedule"]
+    assert (sched["bytes"], sched["instructions"], sched["calls"]) == (0x200, 8, 3)
+    assert sched["probe_region"] == {"markers": 2, "instructions": 3, "bytes": 0xf,
+                                     "calls": ["finish_task_switch.isra.0"]}
+
+
+def test_evidence_fails_for_a_caller_nm_does_not_know() -> None:
+    with pytest.raises(StageError, match="no instructions for context_switch"):
+        inspect.evidence(NM, {"context_switch": "vmlinux: file format elf64-x86-64\n"},
+                         ["finish_task_switch"])
