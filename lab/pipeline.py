@@ -169,15 +169,15 @@ def cmd_inspect(a: argparse.Namespace) -> None:
                      bzImage_bytes=(artifacts / "bzImage").stat().st_size)
         if callers:
             def tool(*argv: str) -> str:
-                return run(toolchain.in_root(root, list(argv), {artifacts: "/image"}),
+                return run(toolchain.in_root(root, list(argv), {artifacts: build.BUILD}),
                            what=f"{argv[0]} of {v.name}'s vmlinux").stdout
             ser = series.load(exp.series)
             functions = inspect.forced_inline([p for p in ser.patches
                                                if p not in ser.instrument])
             listings = {c: tool("objdump", "-d", "--no-show-raw-insn", f"--disassemble={c}",
-                                "/image/vmlinux") for c in callers}
+                                f"{build.BUILD}/vmlinux") for c in callers}
             stamp["evidence"] = inspect.evidence(
-                tool("nm", "-S", "--defined-only", "/image/vmlinux"), listings, functions)
+                tool("nm", "-S", "--defined-only", f"{build.BUILD}/vmlinux"), listings, functions)
     write_json(Path(a.out), stamp)
 
 

@@ -73,28 +73,89 @@ def load_chapter_runs(chapter: str, runs_dir: Path = RUNS_DIR) -> list[Run]:
     return [load_run(d) for d in sorted(base.iterdir()) if d.is_dir()]
 
 
+def latest_per_variant(runs: list[Run]) -> dict[str, Run]:
+    """Variant -> the newest run that holds that variant (in its manifest or its results).
+
+    A chapter gathers runs over time: a later run may re-measure only the timed variants with
+    more repetitions while the lock-statistics variants stay in an older one. Taking the newest
+    run per variant lets a notebook pick up such a run without edits. The manifest counts too,
+    because a build-only variant (``boot: false``) has evidence but no result rows. ``runs``
+    must be oldest first, as :func:`load_chapter_runs` returns them.
+    """
+    chosen: dict[str, Run] = {}
+    for run in runs:
+        names = set(run.manifest.get("variants", {}))
+        if "variant" in run.results.columns:
+            names |= {str(v) for v in run.results["variant"].dropna().unique()}
+        for variant in sorted(names):
+            chosen[variant] = run
+    return chosen
+
+
+def environment_facts(manifest: dict) -> dict[str, str]:
+    """What a run was measured on, one fact per key, for glued prose and captions.
+
+    Keys: accelerator, vcpus, host_cores, host_cpu, qemu, compiler, kernel, config. Where the
+    variants of a run differ (the lock-statistics builds have their own config), the values
+    are joined with ", ".
+    """
+    variants = manifest.get("variants", {})
+    accels = sorted({a for v in variants.values() for a in v.get("accel_used", [])})
+    compilers = sorted({v.get("compiler", "") for v in variants.values()} - {""})
+    configs = sorted({v.get("config_sha256", "")[:12] for v in variants.values()} - {""})
+    vcpus = sorted({str(v.get("machine", {}).get("cpus", "")) for v in variants.values()} - {""})
+    host = manifest.get("host", {})
+    qemu = str(manifest.get("qemu", "")).split(" (")[0].replace("QEMU emulator version ", "")
+    base = manifest.get("base", {})
+    return {
+        "accelerator": "/".join(a.upper() for a in accels) or "unknown accelerator",
+        "vcpus": ", ".join(vcpus) or "?",
+        "host_cores": str(host.get("cores", "?")),
+        "host_cpu": str(host.get("cpu_model", "unknown CPU")),
+        "qemu": qemu or "?",
+        "compiler": ", ".join(compilers) or "?",
+        "kernel": f"Linux {base.get('version', '?')} ({base.get('origin', '?')})",
+        "config": ", ".join(configs) or "?",
+    }
+
+
 def environment_summary(manifest: dict) -> str:
     """One line naming where a run was measured: accelerator, host CPU, QEMU, compiler, kernel.
 
     Every figure that shows a measured number shows this line, because a number from TCG and
     a number from bare metal are different claims.
     """
-    variants = manifest.get("variants", {})
-    accels = sorted({a for v in variants.values() for a in v.get("accel_used", [])})
-    compilers = sorted({v.get("compiler", "") for v in variants.values()} - {""})
-    configs = sorted({v.get("config_sha256", "")[:12] for v in variants.values()} - {""})
-    host = manifest.get("host", {})
-    qemu = str(manifest.get("qemu", "")).split(" (")[0].replace("QEMU emulator version ", "")
-    base = manifest.get("base", {})
-    return (f"{'/'.join(a.upper() for a in accels) or 'unknown accelerator'} on "
-            f"{host.get('cpu_model', 'unknown CPU')} ({host.get('cores', '?')} host cores), "
-            f"QEMU {qemu or '?'}, {', '.join(compilers) or '?'}, "
-            f"Linux {base.get('version', '?')} ({base.get('origin', '?')}), "
-            f"config {', '.join(configs) or '?'}")
+    f = environment_facts(manifest)
+    return (f"{f['accelerator']} on {f['host_cpu']} ({f['host_cores']} host cores), "
+            f"QEMU {f['qemu']}, {f['compiler']}, {f['kernel']}, config {f['config']}")
+
+
+def environment_limits(manifest: dict) -> str:
+    """The part of the environment that bounds what a timing can show.
+
+    For example "TCG, 8 vCPUs on 2 host cores": the phrase a verdict's reason quotes when the
+    spread between boots, not the kernel, decides it.
+    """
+    f = environment_facts(manifest)
+    return f"{f['accelerator']}, {f['vcpus']} vCPUs on {f['host_cores']} host cores"
+
+
+def metric_values(run: Run, variant: str, workload: str, metric: str) -> pd.Series:
+    """One metric of one variant and workload, one value per repetition, ordered by repetition."""
+    res = run.results
+    sel = res[(res["variant"] == variant) & (res["workload"] == workload)
+              & (res["metric"] == metric)]
+    return sel.sort_values("rep").set_index("rep")["value"].astype(float)
 
 
 UNJUDGED = "measured, not yet judged"
 """Verdict of a measured number whose experiment has not yet compared it with the cited one."""
+
+UNJUDGED_REASON = "the chapter does not yet compare this quantity with the cited one"
+"""The reason printed beside :data:`UNJUDGED`."""
+
+RECORDED_REASON = "verdict recorded in the run's results"
+"""The reason printed beside a verdict that a run's ``verdict`` column gives."""
 
 
 def describe(values: pd.Series) -> str:
@@ -114,11 +175,16 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 or float(value).is_integer() else f"{value:.4g}"
 
 
+MEASURED_COLUMNS = ["id", "ours", "verdict", "reason", "run_id", "environment"]
+"""Columns of :func:`measured_for_cited`, and of a chapter judge's rows that replace them."""
+
+
 def measured_for_cited(runs_dir: Path = RUNS_DIR) -> pd.DataFrame:
     """Measured values that a run marks as re-measuring a cited entry (``cited_id`` column).
 
     Returns one row per cited id: our value over the run's repetitions, the run's verdict if it
     gives one, and its environment; the newest run wins where several measure the same entry.
+    Chapters with a judge (:data:`lab.judges.JUDGES`) replace these rows with judged ones.
     """
     rows = []
     for chapter_dir in sorted(p for p in runs_dir.glob("*") if p.is_dir()):
@@ -132,7 +198,8 @@ def measured_for_cited(runs_dir: Path = RUNS_DIR) -> pd.DataFrame:
                 rows.append({
                     "id": cited_id, "ours": describe(group["value"].astype(float)),
                     "verdict": verdicts.iloc[-1] if len(verdicts) else UNJUDGED,
+                    "reason": RECORDED_REASON if len(verdicts) else UNJUDGED_REASON,
                     "run_id": run.run_id, "environment": env,
                 })
-    frame = pd.DataFrame(rows, columns=["id", "ours", "verdict", "run_id", "environment"])
+    frame = pd.DataFrame(rows, columns=MEASURED_COLUMNS)
     return frame.drop_duplicates("id", keep="last")

@@ -1,25 +1,208 @@
-"""The scorecard: every cited number beside our value, the environment and a verdict.
+"""The scorecard: every cited number beside our value, the environment, a verdict and its reason.
 
-A cited entry with no committed measurement is "not yet reproduced"; the verdict of a measured
-entry comes from the run's results (the experiment that measured it decides what agreement
-means for that quantity), never from this table.
+A cited entry with no committed measurement is "not yet reproduced". A measured entry is
+"measured, not yet judged" unless its chapter has a judge (:data:`lab.judges.JUDGES`): a
+function that decides, from the committed runs alone, which of our values stands for each cited
+entry and what agreement means for it. The chapter's notebook and the scorecard's notebook call
+the same judge, so the verdict a chapter explains is the verdict the scorecard lists, and
+neither is typed by hand. This module holds what judges share.
+
+The rule a judge applies (see :func:`compare` and :func:`verdict_rows`):
+
+* a cited *change* (or the change a cited before/after pair implies) is judged from the
+  bootstrap interval of our change by :func:`lab.stats.judge_change`;
+* a cited *absolute* value (items/s, ns) of the author's machine is never comparable with a
+  value from another machine, let alone an emulator: it is "not reproducible here", and its
+  reason says how the relative change it belongs to fared.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pandas as pd
 
+from lab import runs, stats
+
 NOT_YET = "not yet reproduced"
+NOT_YET_REASON = "no committed run measures it yet"
+
+ROLES = ("baseline", "patched")
+"""The two cited variants a comparison needs; the change is patched against baseline."""
 
 
-def build(cited: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
-    """Join cited entries (``lab.cited.to_frame``) with measured ones (``lab.runs``)."""
+@dataclass(frozen=True)
+class Measure:
+    """Which of our values stand for the cited entries of one row of one cited table.
+
+    ``metrics`` of ``workload`` are read for each role's run variant (``variants``: cited
+    variant -> variant name in the runs). Several metrics are averaged per boot, so a boot stays
+    the unit the bootstrap resamples. With ``exclude_zeros`` a value of exactly 0 is left out
+    (and counted): the right choice for a duration that a stopped clock reports as 0.
+    """
+
+    workload: str
+    metrics: tuple[str, ...]
+    variants: dict[str, str] = field(default_factory=lambda: {r: r for r in ROLES})
+    exclude_zeros: bool = False
+
+
+def measures_from_experiment(chosen: dict[str, runs.Run],
+                             cited: pd.DataFrame) -> dict[tuple[str, str], Measure]:
+    """The measures an experiment declares with ``cited:`` (metric -> variant -> cited id).
+
+    Read from the manifests of the chosen runs, oldest first, so a newer run's declaration wins.
+    """
+    by_id = cited.set_index("id")
+    measures: dict[tuple[str, str], Measure] = {}
+    for run in sorted({id(r): r for r in chosen.values()}.values(), key=lambda r: r.run_id):
+        for workload in run.manifest.get("experiment", {}).get("workloads", []):
+            for metric, ids in (workload.get("cited") or {}).items():
+                known = {v: i for v, i in ids.items() if i in by_id.index}
+                if not known:
+                    continue
+                entries = by_id.loc[list(known.values())]
+                key = (str(entries["table"].iloc[0]), str(entries["row"].iloc[0]))
+                roles = {str(by_id.loc[i, "variant"]): v for v, i in known.items()}
+                measures[key] = Measure(workload=workload["name"], metrics=(metric,),
+                                        variants=roles)
+    return measures
+
+
+def _measured(run: runs.Run | None, variant: str, measure: Measure) -> tuple[pd.Series, int]:
+    """Per-boot values of one role (mean over the measure's metrics) and the zeros left out."""
+    if run is None:
+        return pd.Series(dtype=float), 0
+    parts = [runs.metric_values(run, variant, measure.workload, m) for m in measure.metrics]
+    values = pd.concat(parts) if parts else pd.Series(dtype=float)
+    zeros = int((values == 0).sum()) if measure.exclude_zeros else 0
+    if measure.exclude_zeros:
+        values = values[values != 0]
+    return values.groupby(level=0).mean(), zeros
+
+
+def _cited_change(entries: pd.DataFrame) -> tuple[str, float, bool]:
+    """The cited change of a row as written, in percent, and whether the author wrote it.
+
+    Without a change entry, the change is the one the cited before/after pair implies.
+    """
+    change = entries[entries["variant"] == "change"]
+    if len(change):
+        return str(change["cited"].iloc[0]), float(change["mid"].iloc[0]), True
+    mids = {r: float(entries.loc[entries["variant"] == r, "mid"].iloc[0]) for r in ROLES}
+    percent = 100 * (mids["patched"] / mids["baseline"] - 1)
+    return f"{percent:+.1f} % (implied)", percent, False
+
+
+def compare(cited: pd.DataFrame, chosen: dict[str, runs.Run],
+            measures: dict[tuple[str, str], Measure]) -> pd.DataFrame:
+    """One row per cited (table, row) that the runs measure: cited and ours side by side.
+
+    Columns: the cited before/after/change as written and the change in percent; per role our
+    per-boot values, their description (mean, n, range), the zeros excluded and the run id; our
+    change (a :class:`lab.stats.Change`, or None when it cannot be computed) with ``percent``,
+    ``low``, ``high``; the verdict and its reason; the environment.
+    """
+    rows = []
+    order = list(dict.fromkeys(zip(cited["table"], cited["row"], strict=True)))
+    for key in order:
+        measure = measures.get(key)
+        if measure is None:
+            continue
+        entries = cited[(cited["table"] == key[0]) & (cited["row"] == key[1])]
+        if not set(ROLES) <= set(entries["variant"]):
+            continue
+        picked = {r: chosen.get(measure.variants[r]) for r in ROLES}
+        if any(run is None for run in picked.values()):
+            continue
+        values, zeros = {}, {}
+        for role in ROLES:
+            values[role], zeros[role] = _measured(picked[role], measure.variants[role], measure)
+        if values["baseline"].empty and values["patched"].empty:
+            continue
+        cited_text, cited_percent, written = _cited_change(entries)
+        manifest = picked["patched"].manifest
+        limits = runs.environment_limits(manifest)
+        try:
+            change: stats.Change | None = stats.percent_change(values["baseline"],
+                                                               values["patched"])
+        except ValueError as exc:  # includes NotEnoughRepetitions
+            change, verdict = None, stats.Verdict(runs.UNJUDGED, str(exc).split(". Fix:")[0])
+        else:
+            verdict = stats.judge_change(change, cited_percent, limits)
+        rows.append({
+            "table": key[0], "row": key[1], "unit": str(entries["unit"].iloc[0]),
+            "workload": measure.workload, "metrics": ", ".join(measure.metrics),
+            **{f"cited_{r}": str(entries.loc[entries["variant"] == r, "cited"].iloc[0])
+               for r in ROLES},
+            "cited_change": cited_text, "cited_percent": cited_percent,
+            "cited_change_written": written,
+            **{f"values_{r}": values[r] for r in ROLES},
+            **{f"ours_{r}": runs.describe(values[r]) if len(values[r]) else "—" for r in ROLES},
+            **{f"zeros_{r}": zeros[r] for r in ROLES},
+            **{f"run_{r}": picked[r].run_id for r in ROLES},
+            "change": change,
+            "percent": change.percent if change else float("nan"),
+            "low": change.low if change else float("nan"),
+            "high": change.high if change else float("nan"),
+            "ours_change": change.describe() if change else "—",
+            "verdict": verdict.verdict, "reason": verdict.reason,
+            "environment": runs.environment_summary(manifest), "limits": limits,
+        })
+    return pd.DataFrame(rows)
+
+
+def _absolute_reason(row: pd.Series) -> str:
+    which = "the cited change" if row["cited_change_written"] else (
+        f"the change the cited pair implies ({row['cited_change'].split(' (')[0]})")
+    judged = (f"{row['verdict']} ({row['ours_change']})" if row["change"] is not None
+              else row["verdict"])
+    return (f"an absolute {row['unit']} of the author's machine is not comparable with one "
+            f"measured under {row['limits']}; {which} is judged instead: {judged}")
+
+
+def verdict_rows(comparison: pd.DataFrame, cited: pd.DataFrame) -> pd.DataFrame:
+    """The scorecard's rows (:data:`lab.runs.MEASURED_COLUMNS`) of every entry a comparison covers.
+
+    The change entry takes the comparison's verdict. The before and after entries are absolute
+    values of the author's machine: not reproducible here, with the change's verdict as reason.
+    """
+    rows = []
+    for _, row in comparison.iterrows():
+        entries = cited[(cited["table"] == row["table"]) & (cited["row"] == row["row"])]
+        for entry in entries.itertuples():
+            if entry.variant in ROLES:
+                zeros = row[f"zeros_{entry.variant}"]
+                ours = row[f"ours_{entry.variant}"] + (
+                    f"; {zeros} value(s) of 0 excluded" if zeros else "")
+                verdict = stats.Verdict(stats.NOT_REPRODUCIBLE, _absolute_reason(row))
+                run_id = row[f"run_{entry.variant}"]
+            else:
+                ours = row["ours_change"]
+                verdict = stats.Verdict(row["verdict"], row["reason"])
+                run_id = " + ".join(dict.fromkeys(row[f"run_{r}"] for r in ROLES))
+            rows.append({"id": entry.id, "ours": ours, "verdict": verdict.verdict,
+                         "reason": verdict.reason, "run_id": run_id,
+                         "environment": row["environment"]})
+    return pd.DataFrame(rows, columns=runs.MEASURED_COLUMNS)
+
+
+def build(cited: pd.DataFrame, measured: pd.DataFrame,
+          judged_rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Join cited entries (``lab.cited.to_frame``) with measured ones (``lab.runs``).
+
+    ``judged_rows`` (from :func:`lab.judges.judged`) replace the measured rows of the same ids.
+    """
+    if judged_rows is not None and not judged_rows.empty:
+        kept = measured[~measured["id"].isin(judged_rows["id"])]
+        measured = pd.concat([kept, judged_rows], ignore_index=True) if len(kept) else judged_rows
     card = cited.merge(measured, on="id", how="left")
     card["ours"] = card["ours"].fillna("—").astype(str)
     card["environment"] = card["environment"].fillna("—").astype(str)
     card["verdict"] = card["verdict"].fillna(NOT_YET).astype(str)
+    card["reason"] = card["reason"].fillna(NOT_YET_REASON).astype(str)
     return card[["chapter", "id", "table", "row", "column", "cited", "ours",
-                 "environment", "verdict"]].rename(columns={"table": "measurement"})
+                 "environment", "verdict", "reason"]].rename(columns={"table": "measurement"})
 
 
 def chapter_view(card: pd.DataFrame, chapter: str) -> pd.DataFrame:

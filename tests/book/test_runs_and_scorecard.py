@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lab import cited, runs, scorecard
+from lab import cited, judges, runs, scorecard, stats
 
 ENV = ("TCG on AMD EPYC (2 host cores), QEMU 7.2.22, gcc, "
        "Linux 7.2.13 (debian-linux-source:7.2.13-1), config 833ba6bd4e67")
@@ -42,7 +42,7 @@ def test_a_complete_run_loads(tmp_path: Path) -> None:
     measured = runs.measured_for_cited(tmp_path)
     assert measured.to_dict("records") == [{
         "id": "workqueue-tput-cache-baseline", "ours": "mean 115 (n=2, 100 to 130)",
-        "verdict": "direction only",
+        "verdict": "direction only", "reason": runs.RECORDED_REASON,
         "run_id": "20261122T0000Z-x", "environment": ENV}]
 
 
@@ -69,7 +69,8 @@ def test_one_repetition_is_shown_alone_and_unjudged(tmp_path: Path) -> None:
     manifest["files"]["results.csv"] = digest
     (run / "manifest.json").write_text(json.dumps(manifest))
     [row] = runs.measured_for_cited(tmp_path).to_dict("records")
-    assert (row["ours"], row["verdict"]) == ("1,234,567", runs.UNJUDGED)
+    assert (row["ours"], row["verdict"], row["reason"]) == ("1,234,567", runs.UNJUDGED,
+                                                            runs.UNJUDGED_REASON)
 
 
 def test_a_chapter_without_runs_is_empty(tmp_path: Path) -> None:
@@ -86,5 +87,88 @@ def test_scorecard_lists_every_cited_entry(tmp_path: Path) -> None:
     assert (row["ours"], row["verdict"]) == ("mean 115 (n=2, 100 to 130)", "direction only")
     others = card[card["id"] != "workqueue-tput-cache-baseline"]
     assert set(others["verdict"]) == {scorecard.NOT_YET}
+    assert set(others["reason"]) == {scorecard.NOT_YET_REASON}
     assert set(others["ours"]) == {"—"}
     assert isinstance(card, pd.DataFrame)
+
+
+def write_run(base: Path, run_id: str, rows: list[tuple[str, int, str, str, float, str]]) -> Path:
+    """A workqueue run whose manifest declares the cache scope's throughput as cited."""
+    run = base / "workqueue" / run_id
+    run.mkdir(parents=True)
+    lines = ["chapter,variant,rep,workload,metric,value,accel,cited_id"]
+    lines += [f"workqueue,{v},{rep},{w},{m},{value},tcg,{c}" for v, rep, w, m, value, c in rows]
+    (run / "results.csv").write_text("\n".join(lines) + "\n")
+    files = {"results.csv": hashlib.sha256((run / "results.csv").read_bytes()).hexdigest()}
+    cited_map = {"cache.items_per_sec": {"baseline": "workqueue-tput-cache-baseline",
+                                         "patched": "workqueue-tput-cache-patched"}}
+    variant = {"accel_used": ["tcg"], "compiler": "gcc", "config_sha256": "833ba6bd4e67",
+               "machine": {"cpus": 8}}
+    manifest = {
+        "files": files, "qemu": "QEMU emulator version 7.2.22", "host": {"cpu_model": "AMD EPYC",
+                                                                          "cores": 2},
+        "base": {"version": "7.2.13", "origin": "debian-linux-source:7.2.13-1"},
+        "variants": {"baseline": variant, "patched": variant},
+        "experiment": {"workloads": [{"name": "batch", "cited": cited_map}]},
+    }
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def throughput(variant: str, values: list[float]) -> list[tuple[str, int, str, str, float, str]]:
+    return [(variant, rep, "batch", "cache.items_per_sec", value,
+             f"workqueue-tput-cache-{variant}") for rep, value in enumerate(values, 1)]
+
+
+def test_the_newest_run_of_each_variant_is_used(tmp_path: Path) -> None:
+    write_run(tmp_path, "20261122T0000Z-a", throughput("baseline", [1, 2])
+              + throughput("patched", [1, 2])
+              + [("lockstat-baseline", 1, "batch", "cache.pool_lock.contentions", 5, "")])
+    write_run(tmp_path, "20261123T0000Z-b", throughput("baseline", [3, 4])
+              + throughput("patched", [3, 4]))
+    chosen = runs.latest_per_variant(runs.load_chapter_runs("workqueue", tmp_path))
+    assert {v: r.run_id for v, r in chosen.items()} == {
+        "baseline": "20261123T0000Z-b", "patched": "20261123T0000Z-b",
+        "lockstat-baseline": "20261122T0000Z-a"}
+
+
+def test_a_judged_chapter_gives_its_cited_entries_verdicts(tmp_path: Path) -> None:
+    write_run(tmp_path, "20261122T0000Z-a", throughput("baseline", [100, 101, 99])
+              + throughput("patched", [108, 109, 110]))
+    frame = cited.to_frame(cited.load_all())
+    card = scorecard.build(frame, runs.measured_for_cited(tmp_path),
+                           judges.judged(frame, tmp_path)).set_index("id")
+    gain = card.loc["workqueue-tput-cache-gain"]
+    assert gain["verdict"] == "reproduced"
+    assert gain["ours"].startswith("+9.0 % (95 % CI +")
+    assert "contains the cited +8.9 %" in gain["reason"]
+    for role in ("baseline", "patched"):
+        row = card.loc[f"workqueue-tput-cache-{role}"]
+        assert row["verdict"] == "not reproducible here"
+        assert "the cited change is judged instead: reproduced" in row["reason"]
+    assert card.loc["workqueue-tput-cache-baseline", "ours"] == "mean 100 (n=3, 99 to 101)"
+    # Scopes the run did not measure keep their verdict.
+    assert card.loc["workqueue-tput-numa-gain", "verdict"] == scorecard.NOT_YET
+
+
+def test_one_repetition_is_measured_but_not_judged(tmp_path: Path) -> None:
+    write_run(tmp_path, "20261122T0000Z-a", throughput("baseline", [100])
+              + throughput("patched", [108, 109]))
+    frame = cited.to_frame(cited.load_all())
+    card = scorecard.build(frame, runs.measured_for_cited(tmp_path),
+                           judges.judged(frame, tmp_path)).set_index("id")
+    gain = card.loc["workqueue-tput-cache-gain"]
+    assert (gain["ours"], gain["verdict"]) == ("—", runs.UNJUDGED)
+    assert "baseline: 1 repetition" in gain["reason"]
+
+
+def test_every_cited_workqueue_number_is_judged_from_the_committed_runs() -> None:
+    frame = cited.to_frame(cited.load_all())
+    card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame))
+    ours = card[card["chapter"] == "workqueue"]
+    assert len(ours) == len(frame[frame["chapter"] == "workqueue"]) == 22
+    assert set(ours["verdict"]) <= set(stats.VERDICTS)
+    assert ours["reason"].str.len().min() > 20
+    assert (ours["ours"] != "—").all()
+    others = card[card["chapter"] != "workqueue"]
+    assert set(others["verdict"]) <= {runs.UNJUDGED, scorecard.NOT_YET}

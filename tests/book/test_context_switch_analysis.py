@@ -1,0 +1,112 @@
+"""The context-switch chapter's analysis on synthetic runs with known answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lab import context_switch as cs
+from lab.runs import Run
+
+
+def variant(tree: str, compiler: str = "gcc", cmdline: str = "isolcpus=1",
+            accel: str = "tcg", build: str | None = None, **extra: object) -> dict:
+    return {"tree": tree, "compiler": compiler, "cmdline": cmdline, "accel_used": [accel],
+            "build": {"variant": build}, "fragments": ["boot", "context-switch"], **extra}
+
+
+def probe_rows(name: str, avgs: list[float], ibpb: float = 1) -> list[dict]:
+    rows = []
+    for rep, avg in enumerate(avgs, 1):
+        for metric, value in (("probe.avg_cycles", avg), ("probe.min_avg_cycles", avg - 1),
+                              ("probe.max_avg_cycles", avg + 1), ("spectre_v2.ibpb", ibpb)):
+            rows.append({"variant": name, "rep": rep, "metric": metric, "value": value})
+    return rows
+
+
+def make(run_id: str, variants: dict, rows: list[dict]) -> Run:
+    return Run("context-switch", run_id, Path("/nonexistent"), {"variants": variants},
+               pd.DataFrame(rows, columns=["variant", "rep", "metric", "value"]))
+
+
+def test_cells_and_changes_have_known_values() -> None:
+    old = make("20261122T0100Z-a", {
+        "gcc-v2base": variant("v2-thread-baseline", build="gcc-v2base"),
+        "gcc-patched": variant("patched", build="gcc-patched"),
+    }, probe_rows("gcc-v2base", [100, 110, 120]) + probe_rows("gcc-patched", [1, 1, 1]))
+    new = make("20261122T0200Z-b", {
+        "gcc-patched": variant("patched", build="gcc-patched"),
+        "gcc-patched-icount": variant("patched", accel="icount", build="gcc-patched"),
+    }, probe_rows("gcc-patched", [88, 88, 88]) + probe_rows("gcc-patched-icount", [50, 50]))
+    probe = cs.probe_frame([old, new])
+    assert set(probe.groupby("variant")["run_id"].first()) == {"20261122T0100Z-a",
+                                                               "20261122T0200Z-b"}
+    assert probe[probe["variant"] == "gcc-patched"]["avg"].tolist() == [88, 88, 88]
+    cell = cs.cells(probe).set_index(["clock", "tree"])
+    v2 = cell.loc[("TSC (tcg)", "v2-thread-baseline")]
+    assert (v2["boots"], v2["mean"], v2["spread"], v2["lo"], v2["hi"]) == (3, 110, 20, 99, 121)
+    assert cell.loc[("icount", "patched")]["spread"] == 0
+    change = cs.changes(cs.cells(probe))
+    (row,) = change.to_dict("records")
+    assert row["clock"] == "TSC (tcg)" and row["change_pct"] == pytest.approx(-20.0)
+
+
+def test_evidence_comes_from_the_build_variant_only() -> None:
+    ev = {"functions": {"finish_task_switch": {"out_of_line": ["finish_task_switch.isra.0"],
+                                               "bytes": 10, "called_from": {"__schedule": 1}},
+                        "mmdrop": {"out_of_line": [], "bytes": 0,
+                                   "called_from": {"__schedule": 0}}},
+          "callers": {"__schedule": {"bytes": 900, "instructions": 300, "calls": 20,
+                                     "probe_region": {"markers": 2, "instructions": 4,
+                                                      "calls": ["finish_task_switch.isra.0"]}}}}
+    run = make("20261122T0100Z-a", {
+        "gcc-baseline": variant("baseline", build="gcc-baseline",
+                                inspect={"bzImage_bytes": 123, "evidence": ev}),
+        "gcc-baseline-icount": variant("baseline", build="gcc-baseline", accel="icount",
+                                       inspect={"bzImage_bytes": 123, "evidence": ev}),
+        "gcc-size-baseline": variant("baseline", build="gcc-size-baseline", boot=False,
+                                     fragments=["boot", "context-switch-size"],
+                                     inspect={"bzImage_bytes": 77, "evidence": ev}),
+    }, [])
+    frame = cs.evidence_frame([run]).set_index("build")
+    assert list(frame.index) == ["gcc-baseline", "gcc-size-baseline"]
+    assert frame.loc["gcc-baseline", "fts_copies"] == "finish_task_switch.isra.0"
+    assert frame.loc["gcc-baseline", "outlined"] == "finish_task_switch"
+    assert frame.loc["gcc-baseline", "region_insns"] == 4
+    assert frame.loc["gcc-size-baseline", "config"] == "size"
+    assert cs.sizes(frame.reset_index()).set_index("compiler").loc["gcc", "baseline"] == 77
+
+
+def test_judge_gives_every_measured_cited_entry_a_verdict_from_icount() -> None:
+    from lab import cited
+
+    variants = {
+        "gcc-v2base": variant("v2-thread-baseline", build="gcc-v2base"),
+        "gcc-patched": variant("patched", build="gcc-patched"),
+        "gcc-v2base-icount": variant("v2-thread-baseline", accel="icount", build="gcc-v2base"),
+        "gcc-patched-icount": variant("patched", accel="icount", build="gcc-patched"),
+        "gcc-v2base-spectre-icount": variant("v2-thread-baseline", accel="icount",
+                                             cmdline="spectre_v2_user=on", build="gcc-v2base"),
+        "gcc-patched-spectre-icount": variant("patched", accel="icount",
+                                              cmdline="spectre_v2_user=on", build="gcc-patched"),
+    }
+    rows = (probe_rows("gcc-v2base", [900, 1000]) + probe_rows("gcc-patched", [800, 850])
+            + probe_rows("gcc-v2base-icount", [200, 200]) + probe_rows("gcc-patched-icount",
+                                                                        [180, 180])
+            + probe_rows("gcc-v2base-spectre-icount", [210, 210], ibpb=1)
+            + probe_rows("gcc-patched-spectre-icount", [190, 190], ibpb=1))
+    run = make("20261122T0100Z-a", variants, rows)
+    run.manifest.update({"host": {"cores": 2}, "base": {"version": "7.2.13"}})
+    frame = cited.to_frame(cited.load_all())
+    out = cs.judge(frame, [run]).set_index("id")
+    default = out.loc["context-switch-rdtsc-gcc-spectre-default-baseline"]
+    assert default["verdict"] == "not reproducible here"
+    assert "-10.0 % instructions" in default["reason"] and "same way" in default["reason"]
+    assert default["ours"].startswith("wall-clock TSC (emulated) mean 950 (n=2, 900 to 1,000)")
+    assert out.loc["context-switch-rdtsc-p4-gcc-spectre-default-patched", "ours"].endswith(
+        "icount mean 180 (n=2, 180 to 180)")
+    on = out.loc["context-switch-rdtsc-gcc-spectre-on-patched"]
+    assert "left IBPB off" in on["reason"] and on["ours"].startswith("wall-clock TSC (emulated): not")
+    assert not [i for i in out.index if "clang" in i or "bzimage" in i]
