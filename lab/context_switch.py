@@ -43,7 +43,9 @@ def probe_frame(runs: list[Run]) -> pd.DataFrame:
     Columns: variant, rep, run_id, compiler, tree, spectre (``spectre_v2_user=on`` on the
     command line), clock (icount or wall TSC), avg (all full intervals' cycles over their
     switches), lo/hi (the smallest and largest per-interval average), ibpb (the guest's
-    IBPB state: 0 disabled, 1 conditional, 2 always-on).
+    IBPB state: 0 disabled, 1 conditional, 2 always-on), per_switch (the program's
+    nanoseconds per switch, whole hand-off; under icount at shift 0 one nanosecond is one
+    guest instruction).
     """
     rows = []
     for name, run in latest_per_variant(runs).items():
@@ -61,10 +63,14 @@ def probe_frame(runs: list[Run]) -> pd.DataFrame:
                 "spectre": "spectre_v2_user=on" in v.get("cmdline", ""),
                 "clock": _clock(v), "avg": values[PROBE],
                 "lo": values["probe.min_avg_cycles"], "hi": values["probe.max_avg_cycles"],
-                "ibpb": values.get("spectre_v2.ibpb", float("nan")),
+                # sysfs names no IBPB state on a CPU without IBPB: then it is off
+                "ibpb": values.get("spectre_v2.ibpb",
+                                   0.0 if values.get("cpu_flag.ibpb") == 0 else float("nan")),
+                "per_switch": values.get("prog.ns_per_switch", float("nan")),
             })
     return pd.DataFrame(rows, columns=["variant", "rep", "run_id", "compiler", "tree",
-                                       "spectre", "clock", "avg", "lo", "hi", "ibpb"])
+                                       "spectre", "clock", "avg", "lo", "hi", "ibpb",
+                                       "per_switch"])
 
 
 def cells(probe: pd.DataFrame) -> pd.DataFrame:
@@ -74,16 +80,17 @@ def cells(probe: pd.DataFrame) -> pd.DataFrame:
     out = probe.groupby(keys).agg(
         variant=("variant", "first"), boots=("avg", "size"), mean=("avg", "mean"),
         boot_min=("avg", "min"), boot_max=("avg", "max"), lo=("lo", "min"), hi=("hi", "max"),
-        ibpb=("ibpb", "max")).reset_index()
+        ibpb=("ibpb", "max"), per_switch=("per_switch", "mean")).reset_index()
     out["spread"] = out["boot_max"] - out["boot_min"]
     return out
 
 
 def changes(cell: pd.DataFrame, before: str = "v2-thread-baseline",
-            after: str = "patched") -> pd.DataFrame:
-    """Per (compiler, spectre, clock): the mean before and after and the change in percent."""
+            after: str = "patched", value: str = "mean") -> pd.DataFrame:
+    """Per (compiler, spectre, clock): ``value`` (the probe's mean, or ``per_switch``) before
+    and after, and the change in percent."""
     keys = ["compiler", "spectre", "clock"]
-    wide = cell.pivot_table(index=keys, columns="tree", values="mean")
+    wide = cell.pivot_table(index=keys, columns="tree", values=value)
     if before not in wide or after not in wide:
         return pd.DataFrame(columns=[*keys, "before", "after", "change_pct"])
     out = wide[[before, after]].dropna().rename(columns={before: "before", after: "after"})
@@ -169,10 +176,12 @@ def _describe_cell(row: pd.Series | None, probe: pd.DataFrame, clock: str) -> st
     return f"{clock} {describe(boots)}"
 
 
-def _implied(entries: pd.DataFrame, compiler: str, spectre: str, kind: str) -> float:
-    """The change in percent that the cited before/after pair implies (midpoints)."""
-    pick = entries[entries["id"].str.fullmatch(
-        rf"context-switch-{kind}-{compiler}-{spectre}-(baseline|patched)")]
+def cited_change(cited: pd.DataFrame, compiler: str, spectre: str,
+                 kind: str = "rdtsc") -> float:
+    """The change in percent that a cited before/after pair implies (range midpoints);
+    ``spectre`` is "default" or "on", ``kind`` "rdtsc" (cover letter) or "rdtsc-p4"."""
+    pick = cited[cited["id"].str.fullmatch(
+        rf"context-switch-{kind}-{compiler}-spectre-{spectre}-(baseline|patched)")]
     mids = dict(zip(pick["variant"], pick["mid"].astype(float), strict=True))
     return 100 * (mids["patched"] / mids["baseline"] - 1)
 
@@ -240,7 +249,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
                 continue
             kind = "rdtsc-p4" if "-p4-" in entry.id else "rdtsc"
             verdict = _rdtsc_verdict(compiler, spectre, cell,
-                                     _implied(part, compiler, f"spectre-{m[2]}", kind))
+                                     cited_change(part, compiler, m[2], kind))
             used = [r["variant"] for r in (tsc, icount) if r is not None]
             ours = "; ".join([_describe_cell(tsc, probe, "wall-clock TSC (emulated)"),
                               _describe_cell(icount, probe, "icount")])

@@ -58,6 +58,9 @@ class Experiment:
     reps: int
     variants: dict[str, Variant]
     raw: dict[str, Any]
+    all_variants: dict[str, Variant]
+    """Every variant of the file, also those VARIANTS= left out: a selected variant may boot
+    the build of one that is not selected."""
 
     @property
     def booted(self) -> list[str]:
@@ -68,8 +71,8 @@ class Experiment:
         """The variant whose build ``variant`` boots: the first with the same tree, fragments
         and compiler. Variants that differ only in command line or accelerator share one
         kernel, so eight timed cells need two builds per compiler, not eight."""
-        v = self.variants[variant]
-        return next(name for name, o in self.variants.items()
+        v = self.all_variants[variant]
+        return next(name for name, o in self.all_variants.items()
                     if (o.tree, o.fragments, o.compiler) == (v.tree, v.fragments, v.compiler))
 
     @property
@@ -126,6 +129,7 @@ def load(path: Path, accel: str | None = None, reps: int | None = None,
             variant_accel, v.get("compiler", raw.get("compiler", "gcc")),
             bool(v.get("boot", True)),
         )
+    every = dict(variants)
     if only:
         missing = [o for o in only if o not in variants]
         if missing:
@@ -138,5 +142,5 @@ def load(path: Path, accel: str | None = None, reps: int | None = None,
         path, raw["chapter"], ROOT / raw["series"], raw.get("kconfig_start", "defconfig"),
         tuple(raw.get("bench", [])), float(raw.get("boot_timeout", 120)),
         float(raw.get("workload_timeout", 60)), tuple(raw.get("workloads", [])),
-        int(reps if reps is not None else raw.get("reps", 3)), variants, raw,
+        int(reps if reps is not None else raw.get("reps", 3)), variants, raw, every,
     )

@@ -128,7 +128,7 @@ def _box(a: argparse.Namespace, variant: experiment.Variant) -> build.Toolbox:
 def cmd_config(a: argparse.Namespace) -> None:
     """Configure one variant: start config + fragments, olddefconfig, check nothing dropped."""
     exp = load_experiment(a)
-    v = exp.variants[a.variant]
+    v = exp.all_variants[a.variant]
     log = log_path(exp.chapter, f"config-{v.name}.log")
     log.unlink(missing_ok=True)
     with stage("config", f"{exp.chapter}/{v.name}", log):
@@ -141,7 +141,7 @@ def cmd_build(a: argparse.Namespace) -> None:
     """Build one variant's kernel; keep image, vmlinux, System.map, modules and log in the
     stamp's directory (in the cache's work tree, where Snakemake sees the image)."""
     exp = load_experiment(a)
-    v = exp.variants[a.variant]
+    v = exp.all_variants[a.variant]
     log = log_path(exp.chapter, f"build-{v.name}.log")
     log.unlink(missing_ok=True)
     commit = read_json(a.series)["commit"]
@@ -405,8 +405,11 @@ def cmd_summary(a: argparse.Namespace) -> None:
     exp = load_experiment(a)
     rows = [("root", work / "toolchain" / "root.json"),
             ("source", work / "source" / "base.json")]
-    for name in exp.variants:
+    for name in exp.builds:
         rows.append((f"build {name}", work / "build" / exp.chapter / name / "build.json"))
+    for name in exp.variants:
+        rows.append((f"inspect {name}", work / "inspect" / exp.chapter / f"{name}.json"))
+    for name in exp.booted:
         for rep in range(1, exp.reps + 1):
             rows.append((f"run {name} rep{rep}",
                          work / "runs" / exp.chapter / a.run_id / name / f"rep{rep}" / "run.json"))

@@ -153,3 +153,10 @@ def test_evidence_fails_for_a_caller_nm_does_not_know() -> None:
     with pytest.raises(StageError, match="no instructions for context_switch"):
         inspect.evidence(NM, {"context_switch": "vmlinux: file format elf64-x86-64\n"},
                          ["finish_task_switch"])
+
+
+def test_a_selected_variant_boots_the_build_of_an_unselected_one() -> None:
+    exp = experiment.load(EXP, only=["gcc-patched-icount", "clang-size-baseline"])
+    assert list(exp.variants) == ["gcc-patched-icount", "clang-size-baseline"]
+    assert exp.builds == ["clang-size-baseline", "gcc-patched"]
+    assert exp.booted == ["gcc-patched-icount"]

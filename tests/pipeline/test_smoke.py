@@ -23,7 +23,9 @@ def test_smoke_chapter_end_to_end(runs_tmp: dict[str, str], data_unchanged) -> N
     for stage in ("accel", "run", "collect"):
         assert f"ok {stage:<8} smoke" in proc.stdout, f"no progress line for stage {stage}"
     summary = proc.stdout.split("summary of smoke run")[1]
-    for row in ("root", "source", "build baseline", "build patched-icount",
+    # patched-icount boots the patched build: one build per tree, inspected per variant
+    assert "build patched-icount" not in summary
+    for row in ("root", "source", "build baseline", "build patched", "inspect patched-icount",
                 "run patched-icount rep1", "collect"):
         assert row in summary and "not done" not in summary, summary
 
@@ -42,6 +44,9 @@ def test_smoke_chapter_end_to_end(runs_tmp: dict[str, str], data_unchanged) -> N
     assert variants["patched-icount"]["accel_used"] == ["icount"]
     assert variants["baseline"]["commit"] != variants["patched"]["commit"]
     assert variants["baseline"]["config_sha256"] == variants["patched"]["config_sha256"]
+    assert variants["patched-icount"]["build"]["variant"] == "patched"
+    assert variants["patched-icount"]["inspect"]["bzImage_bytes"] == (
+        variants["patched"]["build"]["bzImage_bytes"])
     # boot-to-result under TCG, the bound
     assert max(variants["baseline"]["boot_to_result_seconds"]) <= 10.0
 
