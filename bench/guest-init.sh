@@ -38,4 +38,7 @@ cd /
 sync
 umount /tmp/out
 echo "KB-DONE rc=$rc"
+# sysrq b resets at once, without draining the console: give the marker line time to leave
+# the serial port (a busy host once lost it, and a finished boot looked truncated).
+sleep 1
 echo b > /proc/sysrq-trigger

@@ -173,6 +173,9 @@ def _describe_cell(row: pd.Series | None, probe: pd.DataFrame, clock: str) -> st
     if row is None:
         return f"{clock}: not measured"
     boots = probe[probe["variant"] == row["variant"]]["avg"]
+    if clock == "icount":  # deterministic to a fraction of a tick: the spread is the point
+        return (f"icount {boots.mean():.2f} (n={len(boots)}, "
+                f"{boots.min():.2f} to {boots.max():.2f})")
     return f"{clock} {describe(boots)}"
 
 
