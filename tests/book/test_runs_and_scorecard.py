@@ -170,5 +170,16 @@ def test_every_cited_workqueue_number_is_judged_from_the_committed_runs() -> Non
     assert set(ours["verdict"]) <= set(stats.VERDICTS)
     assert ours["reason"].str.len().min() > 20
     assert (ours["ours"] != "—").all()
-    others = card[card["chapter"] != "workqueue"]
+    others = card[~card["chapter"].isin(judges.JUDGES)]
     assert set(others["verdict"]) <= {runs.UNJUDGED, scorecard.NOT_YET}
+
+
+def test_context_switch_entries_are_judged_where_a_run_measures_them() -> None:
+    frame = cited.to_frame(cited.load_all())
+    card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame))
+    ours = card[card["chapter"] == "context-switch"].set_index("id")
+    measured = ours[ours["verdict"] != scorecard.NOT_YET]
+    assert set(measured["verdict"]) <= set(stats.VERDICTS)
+    # the committed run has the gcc cells (cover letter and patch 4/4 tables): 8 entries
+    assert len([i for i in measured.index if "rdtsc" in i and "-gcc-" in i]) == 8
+    assert measured["ours"].str.contains("icount").all()
