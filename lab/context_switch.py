@@ -110,7 +110,7 @@ def _builds(runs: list[Run]) -> dict[str, tuple[Run, dict[str, Any]]]:
 
 EVIDENCE_COLUMNS = ["build", "compiler", "tree", "config", "fts_copies", "fts_calls",
                     "region_insns", "region_calls", "rdtsc", "schedule_bytes", "outlined",
-                    "bzImage"]
+                    "bzImage", "rq_unlock_calls"]
 
 
 def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataFrame:
@@ -120,7 +120,8 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
     ``finish_task_switch`` symbols), fts_calls (direct calls to them from ``__schedule``),
     region_insns / region_calls (between the probe's two rdtsc in ``__schedule``),
     schedule_bytes, outlined (every function the series forces inline that still has an
-    out-of-line copy), bzImage.
+    out-of-line copy), bzImage, rq_unlock_calls (direct calls from ``__schedule`` to an
+    out-of-line ``raw_spin_rq_unlock``, which the revert of the merged 2/3 brings back).
     """
     rows = []
     for name, (_, v) in sorted(_builds(runs).items()):
@@ -144,6 +145,8 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
             "outlined": ", ".join(f for f in names
                                   if ev["functions"].get(f, {}).get("out_of_line")) or "none",
             "bzImage": ins.get("bzImage_bytes"),
+            "rq_unlock_calls": ev["functions"].get("raw_spin_rq_unlock", {})
+            .get("called_from", {}).get("__schedule", 0),
         })
     return pd.DataFrame(rows, columns=EVIDENCE_COLUMNS)
 
