@@ -125,8 +125,7 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
     """
     rows = []
     for name, (_, v) in sorted(_builds(runs).items()):
-        ins = v.get("inspect", {})
-        ev = ins.get("evidence")
+        ev = v.get("inspect", {}).get("evidence")
         if not ev:
             continue
         fts = ev["functions"].get("finish_task_switch", {})
@@ -144,7 +143,7 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
             "schedule_bytes": sched.get("bytes"),
             "outlined": ", ".join(f for f in names
                                   if ev["functions"].get(f, {}).get("out_of_line")) or "none",
-            "bzImage": ins.get("bzImage_bytes"),
+            "bzImage": v["build"].get("bzImage_bytes"),
             "rq_unlock_calls": ev["functions"].get("raw_spin_rq_unlock", {})
             .get("called_from", {}).get("__schedule", 0),
         })

@@ -155,9 +155,9 @@ def cmd_build(a: argparse.Namespace) -> None:
 
 
 def cmd_inspect(a: argparse.Namespace) -> None:
-    """Record image sizes and, when the experiment has ``inspect: {callers: [...]}``, the
-    out-of-line copies of every function the series forces inline and the callers' probe
-    region (:mod:`lab.inspect`), read from the variant's vmlinux with the root's binutils."""
+    """When the experiment has ``inspect: {callers: [...]}``, record the out-of-line copies of
+    every function the series forces inline and the callers' probe region (:mod:`lab.inspect`),
+    read from the variant's vmlinux with the root's binutils. Image sizes are the build's."""
     exp = load_experiment(a)
     v = exp.variants[a.variant]
     built = read_json(a.build)
@@ -165,8 +165,7 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     root = Path(read_json(a.root)["root"])
     callers = list((exp.raw.get("inspect") or {}).get("callers", []))
     with stage("inspect", f"{exp.chapter}/{v.name}", None) as stamp:
-        stamp.update(variant=v.name, build=exp.build_name(v.name),
-                     bzImage_bytes=(artifacts / "bzImage").stat().st_size)
+        stamp.update(variant=v.name, build=exp.build_name(v.name))
         if callers:
             def tool(*argv: str) -> str:
                 return run(toolchain.in_root(root, list(argv), {artifacts: build.BUILD}),
@@ -334,7 +333,7 @@ def cmd_collect(a: argparse.Namespace) -> None:
                           **{k: built[k] for k in ("bzImage_bytes", "vmlinux_bytes",
                                                    "targets", "build_seconds")}},
                 "inspect": {k: val for k, val in inspected[name].items()
-                            if k in ("bzImage_bytes", "evidence")},
+                            if k == "evidence"},
             }
         ser = next(iter(serieses.values()))
         manifest = {

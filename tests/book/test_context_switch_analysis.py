@@ -12,9 +12,11 @@ from lab.runs import Run
 
 
 def variant(tree: str, compiler: str = "gcc", cmdline: str = "isolcpus=1",
-            accel: str = "tcg", build: str | None = None, **extra: object) -> dict:
+            accel: str = "tcg", build: str | None = None, bz: int = 123,
+            **extra: object) -> dict:
     return {"tree": tree, "compiler": compiler, "cmdline": cmdline, "accel_used": [accel],
-            "build": {"variant": build}, "fragments": ["boot", "context-switch"], **extra}
+            "build": {"variant": build, "bzImage_bytes": bz},
+            "fragments": ["boot", "context-switch"], **extra}
 
 
 def probe_rows(name: str, avgs: list[float], ibpb: float = 1) -> list[dict]:
@@ -63,12 +65,12 @@ def test_evidence_comes_from_the_build_variant_only() -> None:
                                                       "calls": ["finish_task_switch.isra.0"]}}}}
     run = make("20261122T0100Z-a", {
         "gcc-baseline": variant("baseline", build="gcc-baseline",
-                                inspect={"bzImage_bytes": 123, "evidence": ev}),
+                                inspect={"evidence": ev}),
         "gcc-baseline-icount": variant("baseline", build="gcc-baseline", accel="icount",
-                                       inspect={"bzImage_bytes": 123, "evidence": ev}),
+                                       inspect={"evidence": ev}),
         "gcc-size-baseline": variant("baseline", build="gcc-size-baseline", boot=False,
                                      fragments=["boot", "context-switch-size"],
-                                     inspect={"bzImage_bytes": 77, "evidence": ev}),
+                                     bz=77, inspect={"evidence": ev}),
     }, [])
     frame = cs.evidence_frame([run]).set_index("build")
     assert list(frame.index) == ["gcc-baseline", "gcc-size-baseline"]
