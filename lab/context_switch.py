@@ -220,19 +220,22 @@ def _rdtsc_verdict(compiler: str, spectre: bool, cell: pd.DataFrame,
         "instruction-count saving; cycles need a real CPU"))
 
 
-def _bzimage_verdict(compiler: str, sizes_by_tree: dict[str, int]) -> Verdict:
-    """The v2 cover letter's claim is "no size change": both sizes equal."""
-    if not {"baseline", "patched"} <= set(sizes_by_tree):
+def _bzimage_verdict(compiler: str, sizes_by_role: dict[str, int]) -> Verdict:
+    """The v2 cover letter's claim is "no size change": both sizes equal.
+
+    ``sizes_by_role`` maps the cited columns ("baseline", "patched") to our image sizes."""
+    if not {"baseline", "patched"} <= set(sizes_by_role):
         return Verdict(UNJUDGED, f"no {compiler} size build of both kernels yet")
-    delta = sizes_by_tree["patched"] - sizes_by_tree["baseline"]
+    delta = sizes_by_role["patched"] - sizes_by_role["baseline"]
     if delta == 0:
         return Verdict(NOT_REPRODUCIBLE, (
             "an absolute size of the author's tree and compilers; the claim it supports, no "
-            f"size change, holds here too: our {compiler} images before and after are "
-            "byte-for-byte the same size (7.2.13 with 3/3, size configuration)"))
+            f"size change, holds here too: our {compiler} images of the v2 base and of "
+            "7.2.13 + 3/3 (size configuration) are byte-for-byte the same size"))
     return Verdict(NOT_REPRODUCIBLE, (
         f"an absolute size of the author's tree and compilers; the claim it supports, no size "
-        f"change, does not hold here: with 3/3 our {compiler} image is {delta:+,} bytes"))
+        f"change, does not hold here: from the v2 base to 7.2.13 + 3/3 our {compiler} image "
+        f"changes by {delta:+,} bytes (size configuration)"))
 
 
 def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
@@ -259,14 +262,15 @@ def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
             ours = "; ".join([_describe_cell(tsc, probe, "wall-clock TSC (emulated)"),
                               _describe_cell(icount, probe, "icount")])
         elif m := _BZIMAGE.fullmatch(entry.id):
-            compiler, role = m[1], m[2]
+            compiler, tree = m[1], CITED_TREE[m[2]]
             size = evidence[(evidence["config"] == "size") & (evidence["compiler"] == compiler)]
             by_tree = dict(zip(size["tree"], size["bzImage"].astype(int), strict=True))
-            if role not in by_tree:
+            if tree not in by_tree:
                 continue
-            verdict = _bzimage_verdict(compiler, by_tree)
-            used = list(size[size["tree"] == role]["build"])
-            ours = f"{by_tree[role]:,} bytes"
+            verdict = _bzimage_verdict(compiler, {
+                role: by_tree[t] for role, t in CITED_TREE.items() if t in by_tree})
+            used = list(size[size["tree"] == tree]["build"])
+            ours = f"{by_tree[tree]:,} bytes"
         else:
             continue
         run_ids = sorted({latest[v].run_id for v in used})

@@ -149,13 +149,15 @@ class Machine:
 
 
 def accel_args(accel: str, machine: Machine) -> list[str]:
-    """Accelerator options; icount needs single-threaded TCG (QEMU refuses it with MTTCG)."""
+    """Accelerator options, with TCG's thread mode spelled out so the manifest's ``qemu_argv``
+    records it: plain TCG runs one host thread per vCPU (MTTCG, QEMU's default for an x86
+    guest on an x86 host), icount needs single-threaded TCG (QEMU refuses it with MTTCG)."""
     if accel == "kvm":
         return ["-accel", "kvm", "-cpu", "host"]
     if accel == "icount":
         return ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off",
                 "-cpu", machine.cpu_model]
-    return ["-accel", "tcg", "-cpu", machine.cpu_model]
+    return ["-accel", "tcg,thread=multi", "-cpu", machine.cpu_model]
 
 
 SHIM = ("mount -t devtmpfs dev /dev; exec </dev/console >/dev/console 2>&1; "

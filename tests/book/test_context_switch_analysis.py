@@ -113,3 +113,41 @@ def test_judge_gives_every_measured_cited_entry_a_verdict_from_icount() -> None:
     assert "left IBPB off" in on["reason"]
     assert on["ours"].startswith("wall-clock TSC (emulated): not")
     assert not [i for i in out.index if "clang" in i or "bzimage" in i]
+
+
+def _size_run(sizes: dict[str, int]) -> Run:
+    """A build-only run with one GCC size-configuration kernel per tree in ``sizes``."""
+    ev = {"functions": {"finish_task_switch": {"out_of_line": [], "bytes": 0,
+                                               "called_from": {"__schedule": 0}}},
+          "callers": {"__schedule": {"bytes": 900, "instructions": 300, "calls": 20,
+                                     "probe_region": {"markers": 2, "instructions": 40,
+                                                      "calls": []}}}}
+    names = {"v2-thread-baseline": "gcc-size-v2base", "baseline": "gcc-size-baseline",
+             "patched": "gcc-size-patched"}
+    run = make("20261122T0300Z-size", {
+        names[tree]: variant(tree, build=names[tree], boot=False, bz=bz,
+                             fragments=["boot", "context-switch-size"], inspect={"evidence": ev})
+        for tree, bz in sizes.items()}, [])
+    run.manifest.update({"host": {"cores": 2}, "base": {"version": "7.2.13"}})
+    return run
+
+
+@pytest.mark.parametrize(("sizes", "verdict", "says"), [
+    ({"v2-thread-baseline": 4096, "patched": 4096}, "not reproducible here", "holds here too"),
+    ({"v2-thread-baseline": 4096, "patched": 8192}, "not reproducible here", "+4,096 bytes"),
+    ({"v2-thread-baseline": 4096}, "measured, not yet judged", "no gcc size build of both"),
+    # 7.2.13 as released is not the cited "without patches": it must not stand in for it.
+    ({"baseline": 4096, "patched": 4096}, None, None),
+])
+def test_bzimage_verdict_compares_the_v2_base_with_the_patched_tree(
+        sizes: dict[str, int], verdict: str | None, says: str | None) -> None:
+    from lab import cited
+    frame = cited.to_frame(cited.load_all())
+    out = cs.judge(frame, [_size_run(sizes)]).set_index("id")
+    key = "context-switch-bzimage-gcc-baseline"
+    if verdict is None:
+        assert key not in out.index
+        return
+    assert out.loc[key, "verdict"] == verdict and says in out.loc[key, "reason"]
+    assert out.loc[key, "ours"] == "4,096 bytes"
+    assert not [i for i in out.index if "clang" in i or "rdtsc" in i]

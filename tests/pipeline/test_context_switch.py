@@ -45,7 +45,7 @@ def test_matrix_has_the_eight_cells_twice_and_four_size_builds() -> None:
     assert all("isolcpus=1" in v.cmdline for v in timed)
     sizes = [v for v in exp.variants.values() if not v.boot]
     assert {(v.compiler, v.tree) for v in sizes} == {(c, t) for c in ("gcc", "clang")
-                                                      for t in ("baseline", "patched")}
+                                                      for t in ("v2-thread-baseline", "patched")}
     assert all("context-switch-size" in v.fragments and "context-switch" not in v.fragments
                for v in sizes)
 
@@ -56,7 +56,7 @@ def test_cells_differing_only_in_cmdline_or_accel_share_one_build() -> None:
     assert exp.build_name("clang-baseline-spectre") == "clang-baseline"
     assert exp.build_name("gcc-size-patched") == "gcc-size-patched"
     assert len(exp.builds) == 10
-    assert "gcc-size-baseline" not in exp.booted and "gcc-baseline-icount" in exp.booted
+    assert "gcc-size-v2base" not in exp.booted and "gcc-baseline-icount" in exp.booted
 
 
 def test_unknown_variant_key_is_rejected(tmp_path: Path) -> None:
@@ -156,7 +156,7 @@ def test_evidence_fails_for_a_caller_nm_does_not_know() -> None:
 
 
 def test_a_selected_variant_boots_the_build_of_an_unselected_one() -> None:
-    exp = experiment.load(EXP, only=["gcc-patched-icount", "clang-size-baseline"])
-    assert list(exp.variants) == ["gcc-patched-icount", "clang-size-baseline"]
-    assert exp.builds == ["clang-size-baseline", "gcc-patched"]
+    exp = experiment.load(EXP, only=["gcc-patched-icount", "clang-size-v2base"])
+    assert list(exp.variants) == ["gcc-patched-icount", "clang-size-v2base"]
+    assert exp.builds == ["clang-size-v2base", "gcc-patched"]
     assert exp.booted == ["gcc-patched-icount"]

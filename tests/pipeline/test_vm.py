@@ -40,10 +40,11 @@ def test_topology_that_does_not_divide_is_refused() -> None:
         vm.Machine(cpus=3, sockets=2).args()
 
 
-def test_icount_is_single_threaded_tcg() -> None:
+def test_tcg_thread_mode_is_spelled_out() -> None:
     args = vm.accel_args("icount", vm.Machine())
     assert args[:4] == ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off"]
     assert vm.accel_args("kvm", vm.Machine())[:2] == ["-accel", "kvm"]
+    assert vm.accel_args("tcg", vm.Machine())[:2] == ["-accel", "tcg,thread=multi"]
 
 
 def test_cmdline_puts_the_variant_options_before_init() -> None:
