@@ -109,8 +109,8 @@ def _builds(runs: list[Run]) -> dict[str, tuple[Run, dict[str, Any]]]:
 
 
 EVIDENCE_COLUMNS = ["build", "compiler", "tree", "config", "fts_copies", "fts_calls",
-                    "region_insns", "region_calls", "rdtsc", "schedule_bytes", "outlined",
-                    "bzImage", "rq_unlock_calls"]
+                    "fts_sched_text", "region_insns", "region_calls", "rdtsc", "schedule_bytes",
+                    "outlined", "text_bytes", "sched_text_bytes", "bzImage", "rq_unlock_calls"]
 
 
 def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataFrame:
@@ -118,9 +118,10 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
 
     Columns: build, compiler, tree, config (timing or size), fts_copies (out-of-line
     ``finish_task_switch`` symbols), fts_calls (direct calls to them from ``__schedule``),
-    region_insns / region_calls (between the probe's two rdtsc in ``__schedule``),
+    fts_sched_text (those copies that lie in ``.sched.text``), region_insns / region_calls (between the probe's two rdtsc in ``__schedule``),
     schedule_bytes, outlined (every function the series forces inline that still has an
-    out-of-line copy), bzImage, rq_unlock_calls (direct calls from ``__schedule`` to an
+    out-of-line copy), text_bytes / sched_text_bytes (``_stext``.. ``_etext`` and the
+    ``.sched.text`` part; None where the run's inspect stage predates them), bzImage, rq_unlock_calls (direct calls from ``__schedule`` to an
     out-of-line ``raw_spin_rq_unlock``, which the revert of the merged 2/3 brings back).
     """
     rows = []
@@ -137,12 +138,16 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
             "config": "size" if any("size" in f for f in v.get("fragments", [])) else "timing",
             "fts_copies": ", ".join(fts.get("out_of_line", [])) or "none",
             "fts_calls": fts.get("called_from", {}).get("__schedule", 0),
+            "fts_sched_text": (", ".join(fts["in_sched_text"]) or "none")
+            if "in_sched_text" in fts else None,
             "region_insns": region.get("instructions"),
             "region_calls": ", ".join(region.get("calls", [])) or "none",
             "rdtsc": region.get("markers"),
             "schedule_bytes": sched.get("bytes"),
             "outlined": ", ".join(f for f in names
                                   if ev["functions"].get(f, {}).get("out_of_line")) or "none",
+            "text_bytes": ev.get("layout", {}).get("text_bytes"),
+            "sched_text_bytes": ev.get("layout", {}).get("sched_text_bytes"),
             "bzImage": v["build"].get("bzImage_bytes"),
             "rq_unlock_calls": ev["functions"].get("raw_spin_rq_unlock", {})
             .get("called_from", {}).get("__schedule", 0),

@@ -1,5 +1,6 @@
 """Evidence from a built kernel that does not depend on timing: which functions exist out of
-line, who calls them, and how long the code between two probe instructions is.
+line, who calls them, whether they sit in ``.sched.text``, and how long the code between two
+probe instructions is.
 
 A timed number from an emulator says little about a real CPU, but whether the compiler left
 ``finish_task_switch()`` as a separate function called from ``__schedule()``, and how many
@@ -20,6 +21,7 @@ from lab.command import StageError
 
 _ALWAYS_INLINE = re.compile(r"__always_inline\s+[\w\s\*]*?\b(\w+)\s*\(")
 _NM = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) [tTwW] (\S+)$")
+_NM_ANY = re.compile(r"^([0-9a-f]+) (?:[0-9a-f]+ )?[A-Za-z] (\S+)$")
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
 _TARGET = re.compile(r"<([^>+]+)(?:\+0x[0-9a-f]+)?>")
 
@@ -69,6 +71,34 @@ def symbols(nm_text: str) -> dict[str, int]:
     return out
 
 
+def addresses(nm_text: str) -> dict[str, int]:
+    """Every defined symbol's address, sized or not (section markers such as
+    ``__sched_text_start`` have no size)."""
+    out: dict[str, int] = {}
+    for line in nm_text.splitlines():
+        if m := _NM_ANY.match(line.strip()):
+            out.setdefault(m[2], int(m[1], 16))
+    return out
+
+
+def layout(addrs: dict[str, int]) -> dict[str, Any]:
+    """Sizes of the kernel's ``.text`` and of its ``.sched.text`` part, from the linker's
+    marker symbols; ``.sched.text`` is where ``__sched`` functions go, and a function outside
+    it shows up in the wchan of every task it blocks (and in a different cache region)."""
+    need = ("_stext", "_etext", "__sched_text_start", "__sched_text_end")
+    missing = [n for n in need if n not in addrs]
+    if missing:
+        raise StageError(f"inspect: the vmlinux symbol table lacks {', '.join(missing)}; "
+                         "is this an x86 vmlinux read with nm --defined-only?")
+    return {"text_bytes": addrs["_etext"] - addrs["_stext"],
+            "sched_text_bytes": addrs["__sched_text_end"] - addrs["__sched_text_start"]}
+
+
+def in_sched_text(symbol: str, addrs: dict[str, int]) -> bool:
+    """Whether ``symbol`` starts inside ``.sched.text``."""
+    return addrs["__sched_text_start"] <= addrs[symbol] < addrs["__sched_text_end"]
+
+
 def copies(function: str, syms: dict[str, int]) -> dict[str, int]:
     """Out-of-line copies of ``function``: its own symbol and compiler clones
     (``.isra.0``, ``.constprop.0``, ``.part.0``, ``.cold``)."""
@@ -111,22 +141,25 @@ def probe_region(insns: list[Insn], marker: str = "rdtsc") -> dict[str, Any]:
 def evidence(nm_text: str, listings: dict[str, str], functions: list[str]) -> dict[str, Any]:
     """Combine symbols and caller listings into the JSON the manifest records."""
     syms = symbols(nm_text)
+    addrs = addresses(nm_text)
     callers = {name: disassembly(text) for name, text in listings.items()}
     for name, insns in callers.items():
         if not insns:
             raise StageError(f"inspect: no instructions for {name} in the vmlinux; is the "
                              "symbol spelled as nm shows it?")
-    out: dict[str, Any] = {"functions": {}, "callers": {}}
+    out: dict[str, Any] = {"layout": layout(addrs), "functions": {}, "callers": {}}
     for fn in functions:
         found = copies(fn, syms)
         out["functions"][fn] = {
             "out_of_line": sorted(found),
             "bytes": sum(found.values()),
+            "in_sched_text": sorted(c for c in found if in_sched_text(c, addrs)),
             "called_from": {c: sum(1 for t in calls(insns) if t in found)
                             for c, insns in callers.items()},
         }
     for name, insns in callers.items():
         out["callers"][name] = {"bytes": syms.get(name, 0), "instructions": len(insns),
+                                "in_sched_text": in_sched_text(name, addrs),
                                 "calls": len(calls(insns)),
                                 "probe_region": probe_region(insns)}
     return out

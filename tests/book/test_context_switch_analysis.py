@@ -151,3 +151,18 @@ def test_bzimage_verdict_compares_the_v2_base_with_the_patched_tree(
     assert out.loc[key, "verdict"] == verdict and says in out.loc[key, "reason"]
     assert out.loc[key, "ours"] == "4,096 bytes"
     assert not [i for i in out.index if "clang" in i or "rdtsc" in i]
+
+
+def test_evidence_reads_the_layout_where_the_inspect_stage_recorded_it() -> None:
+    run = _size_run({"v2-thread-baseline": 4096, "patched": 4096})
+    ev = run.manifest["variants"]["gcc-size-patched"]["inspect"]["evidence"]
+    run.manifest["variants"]["gcc-size-patched"]["inspect"] = {"evidence": {
+        **ev, "layout": {"text_bytes": 1000, "sched_text_bytes": 64},
+        "functions": {"finish_task_switch": {"out_of_line": ["finish_task_switch.isra.0"],
+                                             "in_sched_text": [], "called_from": {}}}}}
+    frame = cs.evidence_frame([run]).set_index("build")
+    patched, v2base = frame.loc["gcc-size-patched"], frame.loc["gcc-size-v2base"]
+    assert (patched["text_bytes"], patched["sched_text_bytes"]) == (1000, 64)
+    assert patched["fts_sched_text"] == "none"
+    # A run inspected before the layout existed says so instead of inventing a size.
+    assert pd.isna(v2base["text_bytes"]) and pd.isna(v2base["fts_sched_text"])

@@ -182,4 +182,18 @@ def test_context_switch_entries_are_judged_where_a_run_measures_them() -> None:
     assert set(measured["verdict"]) <= set(stats.VERDICTS)
     # the committed run has the gcc cells (cover letter and patch 4/4 tables): 8 entries
     assert len([i for i in measured.index if "rdtsc" in i and "-gcc-" in i]) == 8
-    assert measured["ours"].str.contains("icount").all()
+    rdtsc = measured[measured.index.str.contains("rdtsc")]
+    assert rdtsc["ours"].str.contains("icount").all()
+    sizes = measured[measured.index.str.contains("bzimage")]
+    assert len(rdtsc) + len(sizes) == len(measured)
+    assert sizes["ours"].str.fullmatch(r"[\d,]+ bytes").all()
+
+
+@pytest.mark.parametrize(("variants", "accelerator"), [
+    ({"a": {"accel_used": ["tcg"]}, "b": {"accel_used": ["icount"], "boot": True}}, "ICOUNT/TCG"),
+    ({"size": {"boot": False}}, "built only, not booted"),
+    ({"a": {"boot": True}}, "unknown accelerator"),
+])
+def test_environment_names_the_accelerator_or_says_nothing_was_booted(
+        variants: dict, accelerator: str) -> None:
+    assert runs.environment_facts({"variants": variants})["accelerator"] == accelerator

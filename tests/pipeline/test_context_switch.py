@@ -112,11 +112,15 @@ def test_forced_inline_functions_come_from_the_series_not_the_probe() -> None:
 
 
 NM = """\
+ffffffff81000000 T _stext
+ffffffff81001000 T __sched_text_start
 ffffffff81001000 0000000000000200 T __schedule
+ffffffff81001800 T __sched_text_end
 ffffffff81002000 0000000000000080 t finish_task_switch.isra.0
 ffffffff81003000 0000000000000010 T _raw_spin_unlock
 ffffffff81004000 0000000000000040 T mmdrop_sched_helper
 ffffffff81005000 0000000000000020 d finish_task_switch_data
+ffffffff81006000 T _etext
 """
 LISTING = """\
 vmlinux:     file format elf64-x86-64
@@ -141,12 +145,21 @@ def test_evidence_counts_copies_calls_and_the_probe_region() -> None:
     fts = ev["functions"]["finish_task_switch"]
     assert fts["out_of_line"] == ["finish_task_switch.isra.0"] and fts["bytes"] == 0x80
     assert fts["called_from"] == {"__schedule": 1}
-    assert ev["functions"]["mmdrop"] == {"out_of_line": [], "bytes": 0,
+    assert ev["functions"]["mmdrop"] == {"out_of_line": [], "bytes": 0, "in_sched_text": [],
                                          "called_from": {"__schedule": 0}}
+    # __schedule is a __sched function; the clone it calls lies outside .sched.text.
+    assert fts["in_sched_text"] == [] and ev["callers"]["__schedule"]["in_sched_text"]
+    assert ev["layout"] == {"text_bytes": 0x6000, "sched_text_bytes": 0x800}
     sched = ev["callers"]["__schedule"]
     assert (sched["bytes"], sched["instructions"], sched["calls"]) == (0x200, 8, 3)
     assert sched["probe_region"] == {"markers": 2, "instructions": 3, "bytes": 0xf,
                                      "calls": ["finish_task_switch.isra.0"]}
+
+
+def test_evidence_fails_without_the_linker_section_markers() -> None:
+    nm = "\n".join(line for line in NM.splitlines() if "__sched_text_end" not in line)
+    with pytest.raises(StageError, match="lacks __sched_text_end"):
+        inspect.evidence(nm, {"__schedule": LISTING}, ["finish_task_switch"])
 
 
 def test_evidence_fails_for_a_caller_nm_does_not_know() -> None:
