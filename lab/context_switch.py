@@ -37,8 +37,11 @@ def _clock(variant: dict[str, Any]) -> str:
     return "icount" if used == ["icount"] else "TSC (" + "/".join(used) + ")"
 
 
-def probe_frame(runs: list[Run]) -> pd.DataFrame:
+def probe_frame(runs: list[Run], every_run: bool = False) -> pd.DataFrame:
     """One row per booted variant and repetition: the cell it belongs to and its probe values.
+
+    Each variant comes from the newest run that measured it, or, with ``every_run``, from
+    every run that did (to compare runs with each other).
 
     Columns: variant, rep, run_id, compiler, tree, spectre (``spectre_v2_user=on`` on the
     command line), clock (icount or wall TSC), avg (all full intervals' cycles over their
@@ -48,7 +51,9 @@ def probe_frame(runs: list[Run]) -> pd.DataFrame:
     guest instruction).
     """
     rows = []
-    for name, run in latest_per_variant(runs).items():
+    chosen = ([(name, run) for run in runs for name in run.manifest["variants"]] if every_run
+              else list(latest_per_variant(runs).items()))
+    for name, run in chosen:
         v = run.manifest["variants"][name]
         if not v.get("boot", True):
             continue
@@ -83,6 +88,29 @@ def cells(probe: pd.DataFrame) -> pd.DataFrame:
         ibpb=("ibpb", "max"), per_switch=("per_switch", "mean")).reset_index()
     out["spread"] = out["boot_max"] - out["boot_min"]
     return out
+
+
+def across_runs(runs: list[Run]) -> pd.DataFrame:
+    """icount variants measured by more than one run: each run's mean and the difference
+    between the runs' means, the test that the instruction count survives a fresh pipeline
+    run (new boots, same images), not just repeated boots within one run.
+
+    Columns: variant, runs, means (per run, oldest first), spread (largest minus smallest
+    run mean), spread_pct (of the overall mean).
+    """
+    probe = probe_frame(runs, every_run=True)
+    probe = probe[probe["clock"] == "icount"]
+    per_run = probe.groupby(["variant", "run_id"])["avg"].mean().reset_index()
+    rows = []
+    for name, group in per_run.groupby("variant"):
+        if len(group) < 2:
+            continue
+        means = group.sort_values("run_id")["avg"]
+        rows.append({"variant": name, "runs": len(group),
+                     "means": ", ".join(f"{m:.2f}" for m in means),
+                     "spread": means.max() - means.min(),
+                     "spread_pct": 100 * (means.max() - means.min()) / means.mean()})
+    return pd.DataFrame(rows, columns=["variant", "runs", "means", "spread", "spread_pct"])
 
 
 def changes(cell: pd.DataFrame, before: str = "v2-thread-baseline",

@@ -110,7 +110,7 @@ def environment_facts(manifest: dict) -> dict[str, str]:
     built_only = bool(variants) and not any(v.get("boot", True) for v in variants.values())
     return {
         "accelerator": "/".join(a.upper() for a in accels)
-        or ("built only, not booted" if built_only else "unknown accelerator"),
+        or ("built only (not booted)" if built_only else "unknown accelerator"),
         "vcpus": ", ".join(vcpus) or "?",
         "host_cores": str(host.get("cores", "?")),
         "host_cpu": str(host.get("cpu_model", "unknown CPU")),

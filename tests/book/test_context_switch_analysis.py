@@ -166,3 +166,22 @@ def test_evidence_reads_the_layout_where_the_inspect_stage_recorded_it() -> None
     assert patched["fts_sched_text"] == "none"
     # A run inspected before the layout existed says so instead of inventing a size.
     assert pd.isna(v2base["text_bytes"]) and pd.isna(v2base["fts_sched_text"])
+
+
+def test_across_runs_compares_the_icount_means_of_variants_measured_twice() -> None:
+    old = make("20261122T0100Z-a", {
+        "gcc-v2base-icount": variant("v2-thread-baseline", accel="icount", build="gcc-v2base"),
+        "gcc-v2base": variant("v2-thread-baseline", build="gcc-v2base"),
+    }, probe_rows("gcc-v2base-icount", [200, 202]) + probe_rows("gcc-v2base", [900, 950]))
+    new = make("20261122T0200Z-b", {
+        "gcc-v2base-icount": variant("v2-thread-baseline", accel="icount", build="gcc-v2base"),
+        "gcc-v2base": variant("v2-thread-baseline", build="gcc-v2base"),
+        "gcc-patched-icount": variant("patched", accel="icount", build="gcc-patched"),
+    }, probe_rows("gcc-v2base-icount", [203, 203]) + probe_rows("gcc-v2base", [1, 1])
+        + probe_rows("gcc-patched-icount", [180, 180]))
+    out = cs.across_runs([new, old]).set_index("variant")
+    # only icount variants, only those in both runs; oldest run first
+    assert list(out.index) == ["gcc-v2base-icount"]
+    row = out.loc["gcc-v2base-icount"]
+    assert (row["runs"], row["means"], row["spread"]) == (2, "201.00, 203.00", 2)
+    assert row["spread_pct"] == pytest.approx(100 * 2 / 202)

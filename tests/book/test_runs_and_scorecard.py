@@ -191,7 +191,7 @@ def test_context_switch_entries_are_judged_where_a_run_measures_them() -> None:
 
 @pytest.mark.parametrize(("variants", "accelerator"), [
     ({"a": {"accel_used": ["tcg"]}, "b": {"accel_used": ["icount"], "boot": True}}, "ICOUNT/TCG"),
-    ({"size": {"boot": False}}, "built only, not booted"),
+    ({"size": {"boot": False}}, "built only (not booted)"),
     ({"a": {"boot": True}}, "unknown accelerator"),
 ])
 def test_environment_names_the_accelerator_or_says_nothing_was_booted(
