@@ -146,11 +146,13 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
 
     Columns: build, compiler, tree, config (timing or size), fts_copies (out-of-line
     ``finish_task_switch`` symbols), fts_calls (direct calls to them from ``__schedule``),
-    fts_sched_text (those copies that lie in ``.sched.text``), region_insns / region_calls (between the probe's two rdtsc in ``__schedule``),
-    schedule_bytes, outlined (every function the series forces inline that still has an
-    out-of-line copy), text_bytes / sched_text_bytes (``_stext``.. ``_etext`` and the
-    ``.sched.text`` part; None where the run's inspect stage predates them), bzImage, rq_unlock_calls (direct calls from ``__schedule`` to an
-    out-of-line ``raw_spin_rq_unlock``, which the revert of the merged 2/3 brings back).
+    fts_sched_text (those copies that lie in ``.sched.text``), region_insns / region_calls
+    (between the probe's two rdtsc in ``__schedule``), schedule_bytes, outlined (every
+    function the series forces inline that still has an out-of-line copy), text_bytes /
+    sched_text_bytes (``_stext`` to ``_etext`` and its ``.sched.text`` part; missing where
+    the run's inspect stage predates them), bzImage, rq_unlock_calls (direct calls from
+    ``__schedule`` to an out-of-line ``raw_spin_rq_unlock``, which the revert of the merged
+    2/3 brings back).
     """
     rows = []
     for name, (_, v) in sorted(_builds(runs).items()):
