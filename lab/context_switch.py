@@ -230,7 +230,7 @@ def _rdtsc_verdict(compiler: str, spectre: bool, cell: pd.DataFrame,
                    cited_percent: float) -> Verdict:
     """The cell's verdict, from the deterministic icount path (the TSC of TCG is emulated time).
 
-    The cited entries are absolute cycles of the author's i5-8300H, never comparable with an
+    The cited entries are absolute TSC readings of the author's i5-8300H, never comparable with an
     emulator's ticks, so each is "not reproducible here"; the reason says how the change the
     cited pair implies fares in instructions, which is all this machine can count.
     """
@@ -240,18 +240,20 @@ def _rdtsc_verdict(compiler: str, spectre: bool, cell: pd.DataFrame,
     if before is None or after is None:
         return Verdict(UNJUDGED, "no icount run of both kernels of this cell yet")
     instr = 100 * (after["mean"] / before["mean"] - 1)
-    path = f"under icount the timed path runs {instr:+.1f} % instructions"
+    fewer = "fewer" if instr < 0 else "more"
+    path = f"under icount the timed path runs {abs(instr):.1f} % {fewer} instructions"
     if spectre and not pd.Series([before["ibpb"], after["ibpb"]]).max() >= 2:
         return Verdict(NOT_REPRODUCIBLE, (
             f"spectre_v2_user=on left IBPB off in the guest (the emulated CPU does not offer "
-            f"it), so this cell measures the default path: {path}; the cited {cited} is the "
-            "cost of a barrier only a real CPU has"))
+            f"it), so this cell measures the default path: {path}; the cited {cited} "
+            "depends on a barrier only a real CPU has"))
     if instr < 0:
         return Verdict(NOT_REPRODUCIBLE, (
-            f"absolute cycles of the author's CPU; the change the cited pair implies ({cited}) "
+            f"absolute TSC readings of the author's CPU; the change the cited pair implies "
+            f"({cited}) "
             f"goes the same way in instructions: {path}; its size in cycles needs a real CPU"))
     return Verdict(NOT_REPRODUCIBLE, (
-        f"absolute cycles of the author's CPU; {path}, so the cited {cited} is not an "
+        f"absolute TSC readings of the author's CPU; {path}, so the cited {cited} is not an "
         "instruction-count saving; cycles need a real CPU"))
 
 

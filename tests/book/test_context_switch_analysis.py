@@ -105,7 +105,7 @@ def test_judge_gives_every_measured_cited_entry_a_verdict_from_icount() -> None:
     out = cs.judge(frame, [run]).set_index("id")
     default = out.loc["context-switch-rdtsc-gcc-spectre-default-baseline"]
     assert default["verdict"] == "not reproducible here"
-    assert "-10.0 % instructions" in default["reason"] and "same way" in default["reason"]
+    assert "10.0 % fewer instructions" in default["reason"] and "same way" in default["reason"]
     assert default["ours"].startswith("wall-clock TSC (emulated) mean 950 (n=2, 900 to 1,000)")
     assert out.loc["context-switch-rdtsc-p4-gcc-spectre-default-patched", "ours"].endswith(
         "icount 180.00 (n=2, 180.00 to 180.00)")
