@@ -139,8 +139,11 @@ def test_interrupted_run_leaves_nothing_and_resumes(runs_tmp, data_unchanged) ->
     args = ["make", "--no-print-directory", "reproduce", "CHAPTER=smoketest", exp("ok"),
             "ACCEL=tcg", "REPS=2"]
     env = {**os.environ, **runs_tmp}
+    # A test run started as a background job inherits an ignored SIGINT, which make would
+    # keep ignoring: give the run the default disposition, as in a terminal.
     proc = subprocess.Popen(args, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
     reader.start()
