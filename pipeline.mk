@@ -1,53 +1,62 @@
 # Pipeline targets, included by the Makefile (which defines PY and the venv stamp).
-#   make reproduce CHAPTER=smoke [VARIANTS=baseline,patched] [REPS=n] [ACCEL=auto|kvm|tcg|icount]
+#   make reproduce CHAPTER=smoke|a,b|all [VARIANTS=baseline,patched] [REPS=n] [ACCEL=...]
+#   make reparse RUN=<chapter>/<run-id>
 # Caches (toolchain root, kernel source, build dirs, ccache, Snakemake's state) live in
 # $${XDG_CACHE_HOME:-~/.cache}/kernel-book; finished runs in data/runs/<chapter>/<run-id>/.
 CHAPTER ?=
 VARIANTS ?=
 REPS ?=
 ACCEL ?=
-EXPERIMENT ?= experiments/$(CHAPTER).yaml
+RUN ?=
 KB_CACHE = $${KERNEL_BOOK_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/kernel-book}
-PIPELINE_DEBS := qemu-system-x86 mmdebstrap bubblewrap uidmap git
-SNAKE_CONFIG = experiment=$(abspath $(EXPERIMENT)) python=$(abspath $(PY)) \
-	accel=$(ACCEL) reps=$(REPS) variants=$(VARIANTS)
-STAGE_ARGS = --experiment $(EXPERIMENT) --accel '$(ACCEL)' --reps '$(REPS)' \
-	--variants '$(VARIANTS)'
+# python3-venv for the project's virtual environment with Debian's python3; uidmap and passwd
+# (newuidmap, useradd) for making the toolchain root and the test's user without root; tar and
+# xz-utils unpack the kernel tarball.
+PIPELINE_DEBS := qemu-system-x86 mmdebstrap bubblewrap uidmap passwd git tar xz-utils \
+	python3-venv
+CHAPTERS_LIST = $(notdir $(patsubst %/chapter.yaml,%,$(wildcard chapters/*/chapter.yaml)))
 
-.PHONY: reproduce pipeline-deps help-pipeline
+.PHONY: reproduce reparse check-chapters pipeline-deps help-pipeline toolchain-lock
 
 help-pipeline: ## how to re-measure a chapter (variables, caches, what needs root)
-	@echo "make reproduce CHAPTER=<chapter> [VARIANTS=a,b] [REPS=n] [ACCEL=auto|kvm|tcg|icount]"
-	@echo "    builds, boots and measures a chapter; result in data/runs/<chapter>/<run-id>/"
-	@echo "    chapters: $(patsubst experiments/%.yaml,%,$(wildcard experiments/*.yaml))"
+	@echo "make reproduce CHAPTER=<chapter>|a,b|all [VARIANTS=a,b] [REPS=n] [ACCEL=auto|kvm|tcg|icount]"
+	@echo "    builds, boots and measures chapters in one DAG; results in data/runs/<chapter>/<run-id>/"
+	@echo "    chapters (chapters/*/chapter.yaml): $(CHAPTERS_LIST)"
+	@echo "make reparse RUN=<chapter>/<run-id>   a new run from a committed run's raw output"
+	@echo "make check-chapters   validate every chapter.yaml (schema, files, parsers, cited ids)"
 	@echo "    ACCEL=auto probes KVM with a real guest and falls back to TCG;"
 	@echo "    ACCEL=icount: single-threaded TCG where the guest TSC counts instructions"
 	@echo "    KERNEL_SRC=<dir> or KERNEL_TARBALL=<file> replaces the pinned 7.2.13 base"
-	@echo "make pipeline-deps   install the host packages ($(PIPELINE_DEBS)); needs root"
+	@echo "make pipeline-deps   install the host packages ($(PIPELINE_DEBS)); needs root,"
+	@echo "    the only step that does: every other target runs as an ordinary user"
+	@echo "make toolchain-lock  re-make the toolchain root from today's sid and rewrite"
+	@echo "    configs/toolchain.lock.yaml (when the archive no longer serves a locked version)"
 	@echo "caches: $(KB_CACHE) (delete it to start cold)"
 
 pipeline-deps: ## install the pipeline's host packages with apt-get (needs root)
 	@missing=$$(for p in $(PIPELINE_DEBS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ] && [ "$$(id -u)" != 0 ]; then \
+	  echo "missing host packages:" $$missing"; install them as root: sudo make pipeline-deps"; \
+	  exit 1; \
+	fi; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing host packages: $$missing"; \
+	  echo "installing host packages:" $$missing; \
 	  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -q --no-install-recommends $$missing >/dev/null; \
 	fi
 
-reproduce: $(STAMP) pipeline-deps ## re-measure a chapter: make reproduce CHAPTER=smoke (see make help-pipeline)
-	@test -n "$(CHAPTER)" || { echo "usage: make reproduce CHAPTER=<chapter>; see make help-pipeline"; exit 2; }
-	@test -f "$(EXPERIMENT)" || { echo "no $(EXPERIMENT); chapters: $(patsubst experiments/%.yaml,%,$(wildcard experiments/*.yaml))"; exit 2; }
-	@start=$$(date +%s); \
-	run_id=$$($(PY) -m lab.pipeline run-id $(STAGE_ARGS)) || exit 1; \
-	echo "reproduce $(CHAPTER): run $$run_id (caches: $(KB_CACHE))"; \
-	mkdir -p "$(KB_CACHE)/work"; \
-	$(PY) -m snakemake -s workflow/Snakefile --directory "$(KB_CACHE)/work" \
-	  --cores $$(nproc) --resources machine=1 --rerun-incomplete --rerun-triggers mtime input params \
-	  --quiet host progress rules reason \
-	  --config $(SNAKE_CONFIG) run_id=$$run_id 2>&1 | \
-	  grep --line-buffered -v -E '^(Select jobs to execute|Execute [0-9]+ jobs)\.\.\.$$'; \
-	rc=$${PIPESTATUS[0]}; \
-	$(PY) -m lab.pipeline summary $(STAGE_ARGS) --run-id $$run_id; \
-	echo "reproduce $(CHAPTER): $$( [ $$rc -eq 0 ] && echo done || echo FAILED) in $$(( $$(date +%s) - start )) s"; \
-	exit $$rc
+toolchain-lock: $(STAMP) pipeline-deps ## re-make the toolchain root from today's sid and rewrite its lock
+	@$(PY) -m lab.toolchain lock
+
+reproduce: $(STAMP) pipeline-deps ## re-measure chapters: make reproduce CHAPTER=smoke (see make help-pipeline)
+	@test -n "$(CHAPTER)" || { echo "usage: make reproduce CHAPTER=<chapter>|a,b|all; chapters: $(CHAPTERS_LIST)"; exit 2; }
+	@exec $(PY) -m lab.pipeline reproduce --chapters '$(CHAPTER)' --variants '$(VARIANTS)' \
+	  --reps '$(REPS)' --accel '$(ACCEL)' --python $(abspath $(PY))
+
+reparse: $(STAMP) ## parse a committed run's raw output again into a new run: make reparse RUN=<chapter>/<run-id>
+	@test -n "$(RUN)" || { echo "usage: make reparse RUN=<chapter>/<run-id> (see data/runs/)"; exit 2; }
+	@$(PY) -m lab.pipeline reparse --run '$(RUN)'
+
+check-chapters: $(STAMP) ## validate every chapter.yaml without building anything
+	@$(PY) -m lab.pipeline check

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,18 +106,47 @@ def build_dir_for(base_commit: str, config: Path, compiler: str) -> Path:
 ARTIFACTS = ("arch/x86/boot/bzImage", "vmlinux", "System.map", ".config")
 
 
+BUILT_MARK = ".kb-built"
+"""File in a build directory naming the commit and config its objects were last built from."""
+
+
+def targets_for(config: Path) -> list[str]:
+    """make targets of a configuration: the image, and the modules when it has any."""
+    has_modules = kconfig.parse(config.read_text()).get("CONFIG_MODULES") == "y"
+    return ["bzImage", *(["modules"] if has_modules else [])]
+
+
+def make_kernel(box: Toolbox, build_dir: Path, commit: str, config: Path, targets: list[str],
+                log: Path) -> None:
+    """Check ``commit`` out and make ``targets`` in the shared build directory (caller holds
+    the tree lock); mark the directory with what it now holds."""
+    series.checkout(box.tree, commit)
+    kconfig.install(config, build_dir)
+    (build_dir / BUILT_MARK).unlink(missing_ok=True)
+    run(box.make(build_dir, *targets), log=log, what="kernel build")
+    (build_dir / BUILT_MARK).write_text(f"{commit} {kconfig.sha256(config)}\n")
+
+
+def ensure_built(box: Toolbox, build_dir: Path, commit: str, config: Path, log: Path) -> None:
+    """Make the shared build directory hold ``commit``'s objects again if another variant was
+    built in it since (caller holds the tree lock): a guest module or BPF program is built
+    against exactly the kernel it will run on. Incremental, so usually seconds."""
+    mark = build_dir / BUILT_MARK
+    if not mark.is_file() or mark.read_text().split() != [commit, kconfig.sha256(config)]:
+        make_kernel(box, build_dir, commit, config, targets_for(config), log)
+    else:
+        series.checkout(box.tree, commit)
+
+
 def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
           log: Path) -> dict[str, object]:
     """Build ``commit`` with ``config`` and copy the image, vmlinux, System.map, modules and
     the log into ``dest`` (outside the repository). Returns what the manifest records."""
     build_dir = build_dir_for(base_commit, config, box.compiler)
-    has_modules = kconfig.parse(config.read_text()).get("CONFIG_MODULES") == "y"
-    targets = ["bzImage", *(["modules"] if has_modules else [])]
-    start = time.monotonic()
+    targets = targets_for(config)
+    has_modules = "modules" in targets
     with series.tree_lock(box.tree):
-        series.checkout(box.tree, commit)
-        kconfig.install(config, build_dir)
-        run(box.make(build_dir, *targets), log=log, what="kernel build")
+        make_kernel(box, build_dir, commit, config, targets, log)
         tmp = dest.with_name(dest.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -128,11 +156,10 @@ def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
             run(box.make(build_dir, "modules_install", "INSTALL_MOD_PATH=/build/.kb-modules"),
                 log=log, what="make modules_install")
             shutil.move(build_dir / ".kb-modules", tmp / "modules")
-    elapsed = time.monotonic() - start
     shutil.copyfile(log, tmp / "build.log")
     info = {
         "commit": commit, "compiler": box.compiler, "build_dir": str(build_dir),
-        "targets": targets, "seconds": round(elapsed, 1),
+        "targets": targets,
         "bzImage_bytes": (tmp / "bzImage").stat().st_size,
         "vmlinux_bytes": (tmp / "vmlinux").stat().st_size,
         "config_sha256": kconfig.sha256(config),

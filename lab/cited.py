@@ -16,10 +16,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from lab import DATA
+from lab import DATA, chapters
 
 CITED_DIR = DATA / "cited"
-CHAPTERS = ("context-switch", "workqueue", "sched-ext", "qpw", "io-wq")
 VARIANTS = ("baseline", "patched", "change", "single")
 
 SOURCE_FIELDS = ("id", "file", "message_id", "url", "author", "date", "subject")
@@ -228,8 +227,15 @@ def load_chapter(path: Path) -> Chapter:
 
 
 def load_all(directory: Path = CITED_DIR) -> list[Chapter]:
-    """Load every chapter's file, in the book's chapter order."""
-    return [load_chapter(directory / f"{name}.yaml") for name in CHAPTERS]
+    """Load every ``<chapter>.yaml`` of ``directory``, in the book's chapter order; each must
+    belong to a chapter directory (:mod:`lab.chapters`), which says where it stands."""
+    found = chapters.discover()
+    files = sorted(directory.glob("*.yaml"))
+    for path in files:
+        _require(path.stem in found, path, "file name", f"there is no chapter {path.stem!r}",
+                 f"name it after a directory of chapters/ ({', '.join(found)})")
+    order = list(found)
+    return [load_chapter(p) for p in sorted(files, key=lambda p: order.index(p.stem))]
 
 
 def with_unit(value: str, unit: str) -> str:
@@ -237,7 +243,7 @@ def with_unit(value: str, unit: str) -> str:
     return value if unit == "%" or unit in value else f"{value} {unit}"
 
 
-def to_frame(chapters: list[Chapter]) -> pd.DataFrame:
+def to_frame(cited: list[Chapter]) -> pd.DataFrame:
     """One row per cited entry, with the parsed interval beside the text as written."""
     rows = [
         {
@@ -249,7 +255,7 @@ def to_frame(chapters: list[Chapter]) -> pd.DataFrame:
             "source": e.source.id, "message_id": e.source.message_id, "url": e.source.url,
             "author": e.source.author, "date": e.source.date,
         }
-        for chapter in chapters
+        for chapter in cited
         for e in chapter.entries
     ]
     return pd.DataFrame(rows)
@@ -258,11 +264,11 @@ def to_frame(chapters: list[Chapter]) -> pd.DataFrame:
 def main() -> int:
     """Validate every chapter's file; print a count per chapter, or the first error."""
     try:
-        chapters = load_all()
+        loaded = load_all()
     except CitedDataError as exc:
         print(exc)
         return 1
-    for chapter in chapters:
+    for chapter in loaded:
         print(f"{chapter.path.relative_to(CITED_DIR.parent.parent)}: {len(chapter.entries)} "
               f"entries from {len(chapter.sources)} source(s)")
     return 0

@@ -18,6 +18,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,14 +54,34 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def book_commit() -> dict[str, Any]:
-    """The book's git commit and whether the work tree had changes (both go in the manifest)."""
-    def git(*args: str) -> str:
-        proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
-                              check=False)
-        return proc.stdout.strip() if proc.returncode == 0 else ""
-    return {"commit": git("rev-parse", "HEAD") or None,
-            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+CODE = [".", ":(exclude)data"]
+"""Git pathspec of the book's code: everything but the measured and cited data."""
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, check=False)
+
+
+def book_diff() -> bytes:
+    """The uncommitted changes of the book's code against HEAD, new files included (data/
+    left out): stored in a run measured from such a tree, so the code that measured it can be
+    recovered exactly."""
+    tracked = _git("diff", "HEAD", "--binary", "--", *CODE)
+    if tracked.returncode != 0:
+        return b""
+    untracked = _git("ls-files", "--others", "--exclude-standard", "-z", "--", *CODE)
+    new = [_git("diff", "--no-index", "--binary", "/dev/null", name).stdout
+           for name in untracked.stdout.decode().split("\0") if name]
+    return tracked.stdout + b"".join(new)
+
+
+def book_state() -> tuple[dict[str, Any], bytes]:
+    """The book's git commit and whether its code had uncommitted changes (for the manifest),
+    and those changes (:func:`book_diff`, stored in the run as ``book.diff.gz``)."""
+    head = _git("rev-parse", "HEAD")
+    diff = book_diff()
+    return ({"commit": head.stdout.decode().strip() if head.returncode == 0 else None,
+             "dirty": bool(diff)}, diff)
 
 
 def host_info() -> dict[str, Any]:
@@ -99,7 +120,7 @@ def tidy_rows(chapter: str, records: list[dict[str, Any]],
     """
     rows = []
     for rec in records:
-        for workload, pairs in rec["rows"].items():
+        for workload, pairs in sorted(rec["rows"].items()):
             for metric, value in pairs:
                 row = {"chapter": chapter, "variant": rec["variant"], "rep": rec["rep"],
                        "workload": workload, "metric": metric, "value": value,
@@ -110,43 +131,59 @@ def tidy_rows(chapter: str, records: list[dict[str, Any]],
     return rows
 
 
-def _write(tmp: Path, rel: str, data: bytes, files: dict[str, str]) -> None:
-    path = tmp / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    files[rel] = sha256_bytes(data)
-
-
-def assemble(tmp: Path, chapter: str, records: list[dict[str, Any]], configs: dict[str, Path],
-             manifest: dict[str, Any],
-             cited: dict[tuple[str, str], str | dict[str, str]] | None = None) -> None:
-    """Write raw outputs (gzipped), results.csv, configs and manifest.json into ``tmp``."""
-    files: dict[str, str] = {}
-    for rec in records:
-        rep_dir = Path(rec["dir"])
-        prefix = f"raw/{rec['variant']}/rep{rec['rep']}"
-        for path in sorted([rep_dir / "console.log", *sorted((rep_dir / "out").iterdir())]):
-            if path.is_file():
-                _write(tmp, f"{prefix}/{path.name}.gz", gzip_bytes(path.read_bytes()), files)
-    for variant, config in sorted(configs.items()):
-        _write(tmp, f"config/{variant}.config.gz", gzip_bytes(config.read_bytes()), files)
+def results_csv(chapter: str, records: list[dict[str, Any]],
+                cited: dict[tuple[str, str], str | dict[str, str]] | None = None) -> bytes:
+    """``results.csv``: the tidy rows of every record, with ``cited_id`` when any is cited."""
     buf = io.StringIO()
     fields = [*CSV_FIELDS, "cited_id"] if cited else list(CSV_FIELDS)
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(tidy_rows(chapter, records, cited))
-    _write(tmp, "results.csv", buf.getvalue().encode(), files)
-    manifest = {**manifest, "files": dict(sorted(files.items()))}
+    return buf.getvalue().encode()
+
+
+def write_run(tmp: Path, files: dict[str, bytes], manifest: dict[str, Any]) -> None:
+    """Write ``files`` (relative path -> bytes) and ``manifest.json`` listing each file's
+    sha256 into ``tmp``: the one way a run directory's contents are written."""
+    for rel, data in sorted(files.items()):
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    sums = {rel: sha256_bytes(data) for rel, data in sorted(files.items())}
+    manifest = {**manifest, "files": sums}
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
-def publish(chapter: str, run_id: str, fill) -> Path:
-    """Create ``runs_dir()/chapter/run_id`` atomically: ``fill(tmp)`` writes, then rename.
+def assemble(tmp: Path, chapter: str, records: list[dict[str, Any]], configs: dict[str, Path],
+             manifest: dict[str, Any],
+             cited: dict[tuple[str, str], str | dict[str, str]] | None = None,
+             diff: bytes = b"") -> None:
+    """Write raw outputs (gzipped), results.csv, configs, the book's uncommitted ``diff`` (if
+    any) and manifest.json into ``tmp``."""
+    files: dict[str, bytes] = {}
+    for rec in records:
+        rep_dir = Path(rec["dir"])
+        prefix = f"raw/{rec['variant']}/rep{rec['rep']}"
+        for path in sorted([rep_dir / "console.log", *sorted((rep_dir / "out").iterdir())]):
+            if path.is_file():
+                files[f"{prefix}/{path.name}.gz"] = gzip_bytes(path.read_bytes())
+    for variant, config in sorted(configs.items()):
+        files[f"config/{variant}.config.gz"] = gzip_bytes(config.read_bytes())
+    if diff:
+        files["book.diff.gz"] = gzip_bytes(diff)
+    files["results.csv"] = results_csv(chapter, records, cited)
+    write_run(tmp, files, manifest)
+
+
+def publish(chapter: str, run_id: str, fill: Callable[[Path], None],
+            root: Path | None = None) -> Path:
+    """Create ``<root>/chapter/run_id`` atomically (``root``: :func:`runs_dir`): ``fill(tmp)``
+    writes, then rename.
 
     Refuses to replace an existing run. The temporary directory is a hidden sibling (same
     file system, so the rename is atomic) and is removed if ``fill`` fails.
     """
-    parent = runs_dir() / chapter
+    parent = (root or runs_dir()) / chapter
     final = parent / run_id
     if final.exists():
         raise StageError(f"{final} already exists; runs are never overwritten "

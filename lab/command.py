@@ -7,8 +7,10 @@ go through :func:`run`, and all pipeline failures are a :class:`StageError`.
 
 from __future__ import annotations
 
+import ctypes
 import shlex
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,7 +27,14 @@ HOST_TOOLS: dict[str, str] = {
     "bwrap": "bubblewrap",
     "git": "git",
     "apt-get": "apt",
+    "apt-cache": "apt",
+    "dpkg": "dpkg",
     "dpkg-deb": "dpkg",
+    "tar": "tar",
+    "xz": "xz-utils",
+    # mmdebstrap --mode=unshare maps the root's users onto the user's subordinate ids with these
+    "newuidmap": "uidmap",
+    "newgidmap": "uidmap",
 }
 """Host programs the pipeline calls, mapped to the Debian package that provides each."""
 
@@ -102,3 +111,17 @@ def run(
             f"{what} failed (exit {proc.returncode}): {quote(cmd)}\n{tail}\n{where}"
         )
     return proc
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """``preexec_fn`` that has the kernel send ``sig`` to the child when its parent dies.
+
+    QEMU runs in its own session (a Ctrl-C must not reach the guest half-way through a write),
+    so a ``kill -9`` of the run's process group does not reach it; this does. Linux only."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+
+
+PR_SET_PDEATHSIG = 1
+"""From <linux/prctl.h>."""

@@ -1,31 +1,22 @@
-"""Experiment definitions: ``experiments/<chapter>.yaml``, variants x workloads x reps.
+"""A chapter's experiment: the ``variants``/``workloads``/``reps`` of its ``chapter.yaml``.
 
-One declarative file per chapter says what to build and how to run it; the Snakefile turns
-it into the DAG. A variant may override the chapter's fragments (added after the chapter's),
-command line (appended), machine and accelerator, so a lockdep build, an ``isolcpus=`` boot
-or an icount run are each a variant of their own.
+:mod:`lab.chapters` finds and validates the file; this module turns it into the matrix the
+Snakefile builds its DAG from. A variant may override the chapter's fragments (added after
+the chapter's), command line (appended), machine and accelerator, so a lockdep build, an
+``isolcpus=`` boot or an icount run are each a variant of their own.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from lab import ROOT
+from lab import chapters
 from lab.command import StageError
-from lab.vm import ACCELS, Machine
-
-EXPERIMENTS = ROOT / "experiments"
-_KEYS = {"chapter", "series", "compiler", "kconfig_start", "fragments", "bench", "machine",
-         "cmdline", "boot_timeout", "workload_timeout", "workloads", "reps", "accel",
-         "variants", "title", "inspect"}
-_VARIANT_KEYS = {"tree", "fragments", "cmdline", "machine", "accel", "compiler", "boot"}
+from lab.vm import Machine
 
 
 @dataclass(frozen=True)
@@ -47,20 +38,37 @@ class Variant:
 class Experiment:
     """A chapter's whole matrix."""
 
-    path: Path
-    chapter: str
-    series: Path
+    chapter: chapters.Chapter
     kconfig_start: str
-    bench: tuple[str, ...]
     boot_timeout: float
     workload_timeout: float
-    workloads: tuple[dict[str, str], ...]
+    workloads: tuple[dict[str, Any], ...]
     reps: int
     variants: dict[str, Variant]
-    raw: dict[str, Any]
     all_variants: dict[str, Variant]
     """Every variant of the file, also those VARIANTS= left out: a selected variant may boot
     the build of one that is not selected."""
+    accel_override: str = ""
+
+    @property
+    def name(self) -> str:
+        """The chapter's name (its directory)."""
+        return self.chapter.name
+
+    @property
+    def path(self) -> Path:
+        """The chapter's ``chapter.yaml``."""
+        return self.chapter.file
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """``chapter.yaml`` as read."""
+        return self.chapter.meta
+
+    @property
+    def series(self) -> Path:
+        """The chapter's series directory."""
+        return self.chapter.series
 
     @property
     def booted(self) -> list[str]:
@@ -81,66 +89,79 @@ class Experiment:
         return sorted({self.build_name(name) for name in self.variants})
 
     @property
+    def trees(self) -> list[str]:
+        """The series trees the selected variants' builds need."""
+        return sorted({self.all_variants[b].tree for b in self.builds})
+
+    @property
     def sha256(self) -> str:
-        """Hash of the definition, recorded in the manifest."""
-        return hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode()).hexdigest()
+        """Hash of the definition (and of ACCEL=, which changes what boots), recorded in the
+        manifest; the work directory keys a run's boots by it, so an edited experiment never
+        resumes the boots of the old one."""
+        text = json.dumps([self.raw, self.accel_override], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def key(self) -> str:
+        """The short form of :attr:`sha256` that names the run's work directories."""
+        return self.sha256[:12]
+
+    def fragment_paths(self, variant: str) -> list[Path]:
+        """The config fragment files of a variant, in merge order."""
+        return [self.chapter.fragment(f) for f in self.all_variants[variant].fragments]
+
+    def cited(self) -> dict[tuple[str, str], str | dict[str, str]]:
+        """(workload, metric) -> the cited id it re-measures, or {variant: id}."""
+        return {(w["name"], metric): cid for w in self.workloads
+                for metric, cid in (w.get("cited") or {}).items()}
 
 
-def _machine(d: dict[str, Any], where: str) -> Machine:
-    unknown = set(d) - {"memory", "cpus", "sockets", "threads", "numa", "cpu_model"}
-    if unknown:
-        raise StageError(f"{where}: unknown machine key(s) {sorted(unknown)}")
+def _machine(d: dict[str, Any]) -> Machine:
     numa = tuple({k: str(v) for k, v in n.items()} for n in d.get("numa", []))
     return Machine(str(d.get("memory", "512M")), int(d.get("cpus", 1)),
                    int(d.get("sockets", 1)), int(d.get("threads", 1)), numa,
                    str(d.get("cpu_model", "max")))
 
 
-def load(path: Path, accel: str | None = None, reps: int | None = None,
+def load(chapter: chapters.Chapter | str, accel: str | None = None, reps: int | None = None,
          only: list[str] | None = None) -> Experiment:
-    """Read and check an experiment file; ``accel``/``reps``/``only`` come from make's
-    ACCEL=, REPS= and VARIANTS= and override the file. ACCEL= sets the accelerator of every
-    variant that does not name its own (an icount variant stays an icount variant)."""
-    if not path.is_file():
-        have = ", ".join(sorted(p.stem for p in EXPERIMENTS.glob("*.yaml")))
-        raise StageError(f"no experiment file {path} (chapters with one: {have})")
-    raw = yaml.safe_load(path.read_text())
-    unknown = set(raw) - _KEYS
-    if unknown:
-        raise StageError(f"{path}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_KEYS)}")
+    """The experiment of a chapter (validated by :mod:`lab.chapters`); ``accel``/``reps``/
+    ``only`` come from make's ACCEL=, REPS= and VARIANTS= and override the file. ACCEL= sets
+    the accelerator of every variant that does not name its own (an icount variant stays an
+    icount variant)."""
+    ch = chapters.get(chapter) if isinstance(chapter, str) else chapter
+    raw = ch.meta
+    if not ch.has_experiment:
+        raise StageError(f"{ch.file}: chapter {ch.name} has no experiment yet (no variants:)")
+    if accel and accel not in ("auto", "kvm", "tcg", "icount"):
+        raise StageError(f"ACCEL={accel} is not one of auto, kvm, tcg, icount")
     base_machine = raw.get("machine", {})
     variants = {}
-    for name, v in (raw.get("variants") or {}).items():
+    for name, v in raw["variants"].items():
         v = v or {}
-        if set(v) - _VARIANT_KEYS:
-            raise StageError(f"{path}: variant {name}: unknown key(s) "
-                             f"{sorted(set(v) - _VARIANT_KEYS)}")
-        tree = str(v.get("tree", "patched"))
-        if not re.fullmatch(r"[A-Za-z0-9_-]+", tree):
-            raise StageError(f"{path}: variant {name}: tree {tree!r} must be baseline, patched "
-                             "or a name from the series' meta.yaml trees")
-        variant_accel = v.get("accel") or accel or raw.get("accel", "auto")
-        if variant_accel not in ACCELS:
-            raise StageError(f"{path}: variant {name}: accel {variant_accel!r} not in {ACCELS}")
         variants[name] = Variant(
-            name, tree, tuple(raw.get("fragments", [])) + tuple(v.get("fragments", [])),
+            name, str(v.get("tree", "patched")),
+            tuple(raw.get("fragments", [])) + tuple(v.get("fragments", [])),
             " ".join(x for x in (raw.get("cmdline", ""), v.get("cmdline", "")) if x),
-            _machine({**base_machine, **v.get("machine", {})}, f"{path}: {name}"),
-            variant_accel, v.get("compiler", raw.get("compiler", "gcc")),
+            _machine({**base_machine, **v.get("machine", {})}),
+            v.get("accel") or accel or raw.get("accel", "auto"),
+            v.get("compiler", raw.get("compiler", "gcc")),
             bool(v.get("boot", True)),
         )
     every = dict(variants)
     if only:
         missing = [o for o in only if o not in variants]
         if missing:
-            raise StageError(f"VARIANTS={','.join(only)}: {path} has no variant(s) "
+            raise StageError(f"VARIANTS={','.join(only)}: {ch.file} has no variant(s) "
                              f"{missing}; it has {sorted(variants)}")
         variants = {k: variants[k] for k in only}
-    if not variants:
-        raise StageError(f"{path}: no variants defined")
+    for name, v in variants.items():
+        try:
+            v.machine.args()
+        except StageError as exc:
+            raise StageError(f"{ch.file}: variants.{name}.machine: {exc}") from None
     return Experiment(
-        path, raw["chapter"], ROOT / raw["series"], raw.get("kconfig_start", "defconfig"),
-        tuple(raw.get("bench", [])), float(raw.get("boot_timeout", 120)),
+        ch, raw.get("kconfig_start", "defconfig"), float(raw.get("boot_timeout", 120)),
         float(raw.get("workload_timeout", 60)), tuple(raw.get("workloads", [])),
-        int(reps if reps is not None else raw.get("reps", 3)), variants, raw, every,
+        int(reps if reps is not None else raw.get("reps", 3)), variants, every, accel or "",
     )

@@ -7,6 +7,8 @@ bars (a range as a whisker from low to high, an approximate value hatched), and 
 
 from __future__ import annotations
 
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -87,3 +89,55 @@ def cited_table(frame: pd.DataFrame) -> pd.DataFrame:
     wide = wide.reindex(columns=order).reset_index()
     wide.columns.name = None
     return wide.rename(columns={"table": "measurement"})
+
+
+def rule_graph(dot: str) -> plt.Figure:
+    """Draw Snakemake's ``--rulegraph`` (Graphviz text) as layers from sources to ``all``.
+
+    A rule's layer is the length of the longest path to it from a rule with no inputs, so
+    every edge points down, and an edge that another path already implies is left out (the
+    root feeds every stage; drawn, it would hide the order). The book needs no Graphviz for a
+    graph of a dozen rules."""
+    labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"]+)"', dot, re.M))
+    every = set(re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M))
+    if not labels or not every:
+        raise ValueError("no nodes or edges in the rule graph; is this `snakemake --rulegraph`?")
+
+    def reaches(a: str, b: str, skip: tuple[str, str]) -> bool:
+        todo, seen = [a], set()
+        while todo:
+            n = todo.pop()
+            for x, y in every:
+                if x == n and (x, y) != skip and y not in seen:
+                    if y == b:
+                        return True
+                    seen.add(y)
+                    todo.append(y)
+        return False
+
+    edges = sorted(e for e in every if not reaches(*e, skip=e))
+    depth = dict.fromkeys(labels, 0)
+    for _ in labels:  # longest path by relaxation; the graph is acyclic
+        for a, b in edges:
+            depth[b] = max(depth[b], depth[a] + 1)
+    layers: dict[int, list[str]] = {}
+    for node in sorted(labels, key=lambda n: labels[n]):
+        layers.setdefault(depth[node], []).append(node)
+    pos = {n: (i - (len(row) - 1) / 2, -d) for d, row in layers.items()
+           for i, n in enumerate(row)}
+    width = max(len(r) for r in layers.values())
+    fig, ax = plt.subplots(figsize=(1.6 * width + 1, 0.75 * len(layers) + 0.5))
+    for a, b in edges:
+        # an edge that skips layers bows out, so it does not run behind the rules between
+        bend = 0.0 if depth[b] - depth[a] == 1 else 0.45
+        ax.annotate("", xy=pos[b], xytext=pos[a],
+                    arrowprops={"arrowstyle": "-|>", "color": BASELINE_COLOR, "lw": 1,
+                                "shrinkA": 11, "shrinkB": 11,
+                                "connectionstyle": f"arc3,rad={bend}"})
+    for node, (x, y) in pos.items():
+        ax.text(x, y, labels[node], ha="center", va="center", fontsize=9,
+                bbox={"boxstyle": "round,pad=0.35", "fc": "white", "ec": PALETTE[0]})
+    ax.set_xlim(-width / 2 - 0.2, width / 2 + 0.2)
+    ax.set_ylim(-len(layers) + 0.5, 0.5)
+    ax.axis("off")
+    return fig

@@ -14,10 +14,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import ROOT
 from lab.command import StageError
 
-CONFIG_DIR = ROOT / "configs"
 _SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 
@@ -41,18 +39,6 @@ def parse(text: str) -> dict[str, str]:
         elif m := _UNSET.match(line):
             out[m[1]] = "n"
     return out
-
-
-def fragment_path(name: str) -> Path:
-    """Return ``configs/<name>.config`` (or ``name`` itself if it is a path to a file),
-    failing with the list of fragments that exist."""
-    if name.endswith(".config") and (ROOT / name).is_file():
-        return (ROOT / name).resolve()
-    path = CONFIG_DIR / f"{name}.config"
-    if not path.is_file():
-        have = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.config")))
-        raise StageError(f"config fragment {path} does not exist (have: {have})")
-    return path
 
 
 def requests(fragments: list[Path]) -> dict[str, Request]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import matplotlib as mpl
@@ -19,6 +20,10 @@ import pandas as pd
 from IPython.display import display as show
 from matplotlib_inline.backend_inline import set_matplotlib_formats
 from myst_nb import glue
+
+from lab import chapters, figures
+from lab import cited as cited_data
+from lab import runs as runs_data
 
 TABLE_MIME = "application/vnd.kernelbook.table+json"
 """The mime type under which :func:`glue_table` stores a table's structure for ``kb-table``."""
@@ -89,3 +94,53 @@ def glue_figure(key: str, fig: plt.Figure) -> None:
     """Glue a figure (SVG, PDF, PNG) for ``kb-figure`` and close it so it is shown only once."""
     glue(key, fig, display=True)
     plt.close(fig)
+
+
+@dataclass(frozen=True)
+class CitedSection:
+    """What :func:`cited_section` loaded, for the rest of a chapter's notebook."""
+
+    cited: cited_data.Chapter
+    frame: pd.DataFrame
+    runs: list[runs_data.Run]
+
+
+def cited_section(name: str) -> CitedSection:
+    """The cited-numbers part every chapter notebook starts with, in one call.
+
+    Glues each cited value under its id and its row label under ``<id>-row`` (so a page can
+    quote both), ``<chapter>-cited-count``, the table ``<chapter>-cited-table``, the figure
+    ``<chapter>-cited-fig`` (marked "not yet reproduced" while no run is committed) and
+    ``<chapter>-run-count``; returns the cited data and the chapter's committed runs."""
+    label = chapters.get(name).label
+    chapter = cited_data.load_chapter(cited_data.CITED_DIR / f"{name}.yaml")
+    frame = cited_data.to_frame([chapter])
+    measured = runs_data.load_chapter_runs(name)
+    for entry in frame.itertuples():
+        glue_text(entry.id, entry.value)
+        glue_text(f"{entry.id}-row", entry.row)
+    glue_text(f"{name}-cited-count", str(len(frame)))
+    glue_text(f"{name}-run-count", str(len(measured)))
+    glue_table(f"{name}-cited-table", figures.cited_table(frame))
+    title = f"{label}: numbers cited by the authors"
+    glue_figure(f"{name}-cited-fig", figures.cited_figure(
+        frame, title if measured else f"{title} (not yet reproduced)"))
+    return CitedSection(chapter, frame, measured)
+
+
+class ClaimFailed(AssertionError):
+    """A directional sentence of a chapter no longer holds for the committed data."""
+
+
+def claim(key: str, holds: bool, sentence: str) -> None:
+    """Back a typed directional sentence of a chapter ("falls", "no change", "tens of percent")
+    with the data: raise, and so fail the book's build, when ``holds`` is false.
+
+    ``key`` names the claim; ``tests/book/test_claims.py`` lists each typed directional sentence
+    of ``book/`` with the key that backs it and checks that the notebook calls this with it.
+    """
+    if not holds:
+        raise ClaimFailed(f"claim {key!r} does not hold for the committed data: {sentence!r}. "
+                          "Fix: rewrite the sentence in book/ (or glue a computed phrase) so "
+                          "that it says what the data say")
+    print(f"claim {key}: holds")

@@ -1,16 +1,19 @@
 """Command-line entry of every pipeline stage; the Snakefile's rules call it.
 
 ``python -m lab.pipeline <stage> ...`` runs one stage for one target and writes one small
-JSON stamp (what was made, where, how long it took). Snakemake decides what runs, in which
-order, what is up to date and what to rerun after an interruption; this module only does the
-work of one step, prints a progress line with the elapsed time and the log path, and turns a
-:class:`StageError` into a message without a traceback.
+JSON stamp (what was made and where). Snakemake decides what runs, in which order, what is up
+to date and what to rerun after an interruption, and records each job's log and time
+(``log:``, ``benchmark:``); this module does the work of one step, prints a progress line, and
+turns a :class:`StageError` into a message without a traceback.
+
+Three commands are for people rather than rules: ``reproduce`` (``make reproduce``) drives
+Snakemake, ``reparse`` (``make reparse``) derives a new run from a committed run's raw output
+with today's parsers, and ``check`` validates chapters without building anything.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
@@ -28,26 +31,19 @@ from lab import (
     collect,
     experiment,
     inspect,
-    kconfig,
     series,
     source,
     toolchain,
     vm,
 )
-from lab.command import HOST_TOOLS, StageError, require_tools, run
-from lab.parse import PARSERS, keyvalue
-
-
-def log_path(*parts: str) -> Path:
-    """A stage's log file under the cache's ``logs/``."""
-    path = cachedir.sub("logs").joinpath(*parts)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+from lab.command import StageError, require_tools, run
+from lab.parse import keyvalue
 
 
 @contextmanager
 def stage(name: str, target: str, log: Path | None) -> Iterator[dict[str, Any]]:
-    """Print start and end lines with elapsed time and log; record ``seconds`` in the stamp."""
+    """Print start and end lines with elapsed time and log (Snakemake's benchmark files keep
+    the times; these lines are for the person watching)."""
     stamp: dict[str, Any] = {}
     start = time.monotonic()
     where = f" (log: {log})" if log else ""
@@ -59,9 +55,8 @@ def stage(name: str, target: str, log: Path | None) -> Iterator[dict[str, Any]]:
         print(f"[{time.strftime('%H:%M:%S')}] !! {name:<8} {target} failed after "
               f"{time.monotonic() - start:.1f} s{where}", file=sys.stderr, flush=True)
         raise
-    stamp["seconds"] = round(time.monotonic() - start, 1)
-    print(f"[{time.strftime('%H:%M:%S')}] ok {name:<8} {target} {stamp['seconds']} s",
-          file=sys.stderr, flush=True)
+    print(f"[{time.strftime('%H:%M:%S')}] ok {name:<8} {target} "
+          f"{time.monotonic() - start:.1f} s", file=sys.stderr, flush=True)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -77,16 +72,24 @@ def read_json(path: str | Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
+def fresh_log(a: argparse.Namespace) -> Path:
+    """The job's log file (Snakemake's ``log:``), emptied: a rerun does not append."""
+    log = Path(a.log).resolve()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    return log
+
+
 def load_experiment(a: argparse.Namespace) -> experiment.Experiment:
-    """The experiment with make's ACCEL=, REPS= and VARIANTS= applied."""
+    """The chapter's experiment with make's ACCEL=, REPS= and VARIANTS= applied."""
     only = [v for v in (a.variants or "").split(",") if v] or None
-    return experiment.load(Path(a.experiment), accel=a.accel or None,
+    return experiment.load(a.chapter, accel=a.accel or None,
                            reps=int(a.reps) if a.reps else None, only=only)
 
 
 def cmd_root(a: argparse.Namespace) -> None:
     """Create (once) the toolchain root; record its packages and compiler versions."""
-    log = log_path("root.log")
+    log = fresh_log(a)
     with stage("root", toolchain.root_key(), log) as stamp:
         require_tools(["mmdebstrap", "bwrap"])
         root = toolchain.create_root(log)
@@ -98,7 +101,7 @@ def cmd_root(a: argparse.Namespace) -> None:
 
 def cmd_source(a: argparse.Namespace) -> None:
     """Fetch, verify and unpack the base tree (or take KERNEL_SRC / KERNEL_TARBALL)."""
-    log = log_path("source.log")
+    log = fresh_log(a)
     with stage("source", "base tree", log) as stamp:
         require_tools(["git", "apt-get", "dpkg-deb"])
         stamp.update(source.prepare(log).to_json())
@@ -106,11 +109,11 @@ def cmd_source(a: argparse.Namespace) -> None:
 
 
 def cmd_series(a: argparse.Namespace) -> None:
-    """Make the commit of one tree (baseline or patched) of the chapter's series."""
+    """Make the commit of one tree (baseline, patched or a named one) of the chapter's series."""
     exp = load_experiment(a)
     base = read_json(a.base)
     ser = series.load(exp.series)
-    with stage("series", f"{exp.chapter}/{a.tree}", None) as stamp:
+    with stage("series", f"{exp.name}/{a.tree}", None) as stamp:
         commit = series.commit_for(Path(base["tree"]), base["commit"], ser, a.tree)
         stamp.update(tree=a.tree, commit=commit, mode=ser.mode, sha256=ser.sha256,
                      patches={str(p.relative_to(ser.directory)): source.sha256_file(p)
@@ -129,12 +132,10 @@ def cmd_config(a: argparse.Namespace) -> None:
     """Configure one variant: start config + fragments, olddefconfig, check nothing dropped."""
     exp = load_experiment(a)
     v = exp.all_variants[a.variant]
-    log = log_path(exp.chapter, f"config-{v.name}.log")
-    log.unlink(missing_ok=True)
-    with stage("config", f"{exp.chapter}/{v.name}", log):
-        frags = [kconfig.fragment_path(f) for f in v.fragments]
-        build.configure(_box(a, v), read_json(a.series)["commit"], exp.kconfig_start, frags,
-                        Path(a.out), log)
+    log = fresh_log(a)
+    with stage("config", f"{exp.name}/{v.name}", log):
+        build.configure(_box(a, v), read_json(a.series)["commit"], exp.kconfig_start,
+                        exp.fragment_paths(v.name), Path(a.out), log)
 
 
 def cmd_build(a: argparse.Namespace) -> None:
@@ -142,15 +143,12 @@ def cmd_build(a: argparse.Namespace) -> None:
     stamp's directory (in the cache's work tree, where Snakemake sees the image)."""
     exp = load_experiment(a)
     v = exp.all_variants[a.variant]
-    log = log_path(exp.chapter, f"build-{v.name}.log")
-    log.unlink(missing_ok=True)
-    commit = read_json(a.series)["commit"]
-    config = Path(a.config)
+    log = fresh_log(a)
     dest = Path(a.out).resolve().parent
-    with stage("build", f"{exp.chapter}/{v.name}", log) as stamp:
-        info = build.build(_box(a, v), commit, config, read_json(a.base)["commit"], dest, log)
+    with stage("build", f"{exp.name}/{v.name}", log) as stamp:
+        info = build.build(_box(a, v), read_json(a.series)["commit"], Path(a.config),
+                           read_json(a.base)["commit"], dest, log)
         stamp.update(info, artifacts=str(dest), variant=v.name)
-    stamp["build_seconds"] = info["seconds"]
     write_json(Path(a.out), stamp)
 
 
@@ -160,11 +158,10 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     read from the variant's vmlinux with the root's binutils. Image sizes are the build's."""
     exp = load_experiment(a)
     v = exp.variants[a.variant]
-    built = read_json(a.build)
-    artifacts = Path(built["artifacts"])
+    artifacts = Path(read_json(a.build)["artifacts"])
     root = Path(read_json(a.root)["root"])
     callers = list((exp.raw.get("inspect") or {}).get("callers", []))
-    with stage("inspect", f"{exp.chapter}/{v.name}", None) as stamp:
+    with stage("inspect", f"{exp.name}/{v.name}", None) as stamp:
         stamp.update(variant=v.name, build=exp.build_name(v.name))
         if callers:
             def tool(*argv: str) -> str:
@@ -180,27 +177,56 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     write_json(Path(a.out), stamp)
 
 
-def cmd_bench(a: argparse.Namespace) -> None:
-    """Compile the chapter's guest programs inside the toolchain root (gcc-15 -O2)."""
+TOOLS_CC = "gcc-15"
+"""The compiler of guest programs unless the chapter's ``tools: {cc: ...}`` says otherwise."""
+
+
+def cmd_tools(a: argparse.Namespace) -> None:
+    """Build the chapter's guest programs for one built variant, inside the toolchain root.
+
+    Runs ``make -C <tools dir> OUT=... CC=... KSRC=/src VMLINUX=...`` with the variant's source
+    tree checked out at its commit (``/src``) and its artifacts (``vmlinux`` with BTF,
+    ``.config``, ``System.map``); with ``tools: {kbuild: true}`` also ``KBUILD=/build``, its
+    build directory holding its objects (headers, ``Module.symvers`` for out-of-tree modules).
+    A module or a BPF program is so built against exactly the kernel it will run on."""
     exp = load_experiment(a)
-    root = Path(read_json(a.root)["root"])
-    out = Path(a.out).parent / "bin"
-    log = log_path(exp.chapter, "bench.log")
-    log.unlink(missing_ok=True)
-    with stage("bench", exp.chapter, log) as stamp:
+    v = exp.all_variants[a.variant]
+    tools = exp.raw.get("tools") or {}
+    log = fresh_log(a)
+    out = Path(a.out).resolve().parent / "bin"
+    built = read_json(a.build)
+    with stage("tools", f"{exp.name}/{v.name}", log) as stamp:
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        built = {}
-        for rel in exp.bench:
-            src = ROOT / "bench" / rel
-            if not src.is_file():
-                raise StageError(f"{exp.path}: bench program {src} does not exist")
-            name = Path(rel).stem
-            argv = ["gcc-15", "-O2", "-Wall", "-Werror", "-o", f"/build/{name}", f"/src/{rel}"]
-            run(toolchain.in_root(root, argv, {ROOT / "bench": "/src", out: "/build"}),
-                log=log, what=f"compile {rel}")
-            built[name] = source.sha256_file(out / name)
-        stamp.update(bin=str(out), programs=built)
+        programs: dict[str, str] = {}
+        if tools:
+            box = _box(a, v)
+            artifacts = Path(built["artifacts"])
+            build_dir = Path(built["build_dir"])
+            cc = tools.get("cc", TOOLS_CC)
+            # the root is read-only; bwrap can make mount points only in its /tmp tmpfs
+            argv = ["make", "-C", "/tmp/chapter", "OUT=/tmp/out", f"CC={cc}",
+                    f"KSRC={build.SRC}", "VMLINUX=/tmp/artifacts/vmlinux"]
+            binds = {box.tree: build.SRC, artifacts: "/tmp/artifacts",
+                     exp.chapter.path(tools["dir"]): "/tmp/chapter", out: "/tmp/out"}
+            with series.tree_lock(box.tree):
+                if tools.get("kbuild"):
+                    # variants share a build directory: it must hold this one's objects
+                    build.ensure_built(box, build_dir, built["commit"], artifacts / ".config",
+                                       log)
+                    argv.append(f"KBUILD={build.BUILD}")
+                    binds[build_dir] = build.BUILD
+                else:
+                    series.checkout(box.tree, built["commit"])
+                run(toolchain.in_root(box.root, argv, binds), log=log,
+                    what=f"make -C {tools['dir']} (guest programs of {v.name})")
+            for name in tools["programs"]:
+                if not (out / name).is_file():
+                    raise StageError(f"{exp.path}: tools.programs names {name}, but make -C "
+                                     f"{tools['dir']} left no {name} in OUT; see {log}")
+                programs[name] = source.sha256_file(out / name)
+            stamp["cc"] = cc
+        stamp.update(bin=str(out), programs=programs, variant=v.name, commit=built["commit"])
     write_json(Path(a.out), stamp)
 
 
@@ -209,13 +235,13 @@ def cmd_accel(a: argparse.Namespace) -> None:
 
     The probe boots the first variant's kernel, so it runs after that build."""
     exp = load_experiment(a)
-    with stage("accel", exp.chapter, None) as stamp:
+    with stage("accel", exp.name, None) as stamp:
         require_tools([vm.QEMU])
         chosen = {}
         for req in sorted({v.accel for v in exp.variants.values()}):
             used, why = vm.choose_accel(
                 req, cachedir.sub("probe"), timeout=a.probe_timeout,
-                kernel=Path(read_json(a.build)["artifacts"]) / "bzImage",
+                kernel=Path(read_json(a.build)["artifacts"]) / "bzImage" if a.build else None,
                 root=Path(read_json(a.root)["root"]))
             chosen[req] = {"used": used, "why": why}
             print(f"           accel {req} -> {used}: {why}", file=sys.stderr)
@@ -223,43 +249,41 @@ def cmd_accel(a: argparse.Namespace) -> None:
     write_json(Path(a.out), stamp)
 
 
-def _job_dir(job: Path, exp: experiment.Experiment, bench_bin: Path,
+def _job_dir(job: Path, exp: experiment.Experiment, programs: Path,
              modules: Path | None = None) -> None:
     """Fill a boot's job directory: guest init, workloads, programs and, when the variant's
     build made modules, its ``modules_install`` tree as ``modules/`` (a workload insmods from
     it, so the guest always loads the modules of the kernel it booted)."""
     shutil.rmtree(job, ignore_errors=True)
     (job / "workloads").mkdir(parents=True)
-    shutil.copyfile(ROOT / "bench" / "guest-init.sh", job / "guest-init.sh")
-    shutil.copytree(bench_bin, job / "bin")
+    shutil.copyfile(ROOT / "lab" / "guest-init.sh", job / "guest-init.sh")
+    shutil.copytree(programs, job / "bin")
     if modules is not None and modules.is_dir():
         shutil.copytree(modules, job / "modules", symlinks=True)
     names = []
     for w in exp.workloads:
-        src = ROOT / "bench" / w["script"]
-        if not src.is_file():
-            raise StageError(f"{exp.path}: workload script {src} does not exist")
-        shutil.copyfile(src, job / "workloads" / f"{w['name']}.sh")
+        shutil.copyfile(exp.chapter.path(w["script"]), job / "workloads" / f"{w['name']}.sh")
         names.append(w["name"])
     (job / "job.env").write_text(
         f"KB_WORKLOADS='{' '.join(names)}'\nKB_WORKLOAD_TIMEOUT={int(exp.workload_timeout)}\n"
     )
 
 
-def cmd_run(a: argparse.Namespace) -> None:
-    """Boot one variant once, run the workloads, verify and parse what the guest wrote."""
+def cmd_boot(a: argparse.Namespace) -> None:
+    """Boot one variant once and run its workloads; keep the raw output (console and what the
+    guest wrote), checked against the guest's own sha256 sums. Parsing is the next stage."""
     exp = load_experiment(a)
     v = exp.variants[a.variant]
-    label = f"{exp.chapter}/{v.name}/rep{a.rep}"
-    final = Path(a.out).resolve().parent
+    label = f"{exp.name}/{v.name}/rep{a.rep}"
+    final = Path(a.out).resolve()
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "out").mkdir(parents=True)
     console = tmp / "console.log"
     accel = read_json(a.accel_json)["accel"][v.accel]
-    with stage("run", label, console) as stamp:
+    with stage("boot", label, console) as stamp:
         artifacts = Path(read_json(a.build)["artifacts"])
-        _job_dir(tmp / "job", exp, Path(read_json(a.bench)["bin"]), artifacts / "modules")
+        _job_dir(tmp / "job", exp, Path(read_json(a.tools)["bin"]), artifacts / "modules")
         cmdline = vm.kernel_cmdline(v.cmdline)
         argv = vm.qemu_command(artifacts / "bzImage",
                                Path(read_json(a.root)["root"]), tmp / "job", tmp / "out",
@@ -268,7 +292,6 @@ def cmd_run(a: argparse.Namespace) -> None:
         sums = vm.verify_output(tmp / "out", label)
         status = dict(line.split() for line in (tmp / "out" / "status.txt").read_text()
                       .splitlines() if line.strip())
-        rows = {}
         for w in exp.workloads:
             if status.get(w["name"]) != "0":
                 rc = status.get(w["name"], "missing")
@@ -276,22 +299,51 @@ def cmd_run(a: argparse.Namespace) -> None:
                 raise StageError(f"{label}: workload {w['name']} exited {rc}"
                                  f"{' (killed by its timeout)' if rc == '137' else ''}; "
                                  f"stderr: {err.strip() or '(empty)'}; console: {console}")
-            text = (tmp / "out" / f"{w['name']}.out").read_text(errors="replace")
-            rows[w["name"]] = PARSERS[w.get("parser", "keyvalue")](text, f"{label}/{w['name']}")
-        guest = keyvalue.fields((tmp / "out" / "guest-info.txt").read_text())
         stamp.update(variant=v.name, rep=int(a.rep), accel=accel["used"],
                      accel_requested=v.accel, accel_why=accel["why"], qemu_argv=argv,
                      cmdline=cmdline, boot_to_result_seconds=result.seconds_to_done,
-                     guest=guest, output_sha256=sums, rows=rows)
+                     output_sha256=sums)
     shutil.rmtree(tmp / "job")
-    write_json(tmp / "run.json", {**stamp, "dir": str(final)})
+    write_json(tmp / "boot.json", stamp)
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
 
 
+def parse_boot(chapter: str, workloads: list[dict[str, Any]], outputs: dict[str, str],
+               guest_info: str, label: str) -> dict[str, Any]:
+    """Rows of one boot from its raw outputs (workload name -> text) with the chapter's
+    parsers; shared by the parse stage and :mod:`lab.reparse`, so both parse alike."""
+    from lab import chapters
+    parsers = chapters.get(chapter).parsers()
+    rows = {}
+    for w in workloads:
+        name = w.get("parser", "keyvalue")
+        if name not in parsers:
+            raise StageError(f"{label}: no parser {name!r} (chapter {chapter} has "
+                             f"{sorted(parsers)})")
+        rows[w["name"]] = parsers[name](outputs[w["name"]], f"{label}/{w['name']}")
+    return {"rows": rows, "guest": keyvalue.fields(guest_info)}
+
+
+def cmd_parse(a: argparse.Namespace) -> None:
+    """Turn one boot's raw output into rows with the chapter's parsers."""
+    exp = load_experiment(a)
+    boot_dir = Path(a.boot)
+    booted = read_json(boot_dir / "boot.json")
+    label = f"{exp.name}/{booted['variant']}/rep{booted['rep']}"
+    with stage("parse", label, None) as stamp:
+        out = boot_dir / "out"
+        texts = {w["name"]: (out / f"{w['name']}.out").read_text(errors="replace")
+                 for w in exp.workloads}
+        stamp.update(parse_boot(exp.name, list(exp.workloads), texts,
+                                (out / "guest-info.txt").read_text(), label),
+                     variant=booted["variant"], rep=booted["rep"], boot=str(boot_dir))
+    write_json(Path(a.out), stamp)
+
+
 def in_repo(path: Path) -> str:
-    """A path relative to the repository when it is inside it (experiments, series), else as
-    given (a reader's own experiment file)."""
+    """A path relative to the repository when it is inside it (chapters, series), else as
+    given (a test chapter in a temporary directory)."""
     path = path.resolve()
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
@@ -301,20 +353,37 @@ def portable(arg: str) -> str:
     return arg.replace(str(cachedir.cache_root()), "$KB_CACHE")
 
 
-def cmd_collect(a: argparse.Namespace) -> None:
+def benchmark_seconds(path: str | Path) -> float:
+    """Wall-clock seconds of a job from its Snakemake ``benchmark:`` file (column ``s``)."""
+    lines = Path(path).read_text().splitlines()
+    header, values = lines[0].split("\t"), lines[-1].split("\t")
+    return round(float(values[header.index("s")]), 1)
+
+
+def cmd_publish(a: argparse.Namespace) -> None:
     """Assemble the run directory and rename it into data/runs/<chapter>/<run-id>."""
     exp = load_experiment(a)
-    records = [read_json(p) for p in a.runs]
+    records = []
+    for p in a.parsed:
+        parsed = read_json(p)
+        boot_dir = Path(parsed["boot"])
+        records.append({**read_json(boot_dir / "boot.json"), **parsed, "dir": str(boot_dir)})
     builds = {read_json(p)["variant"]: read_json(p) for p in a.builds}
+    build_seconds = {Path(p).stem.removeprefix("build-"): benchmark_seconds(p)
+                     for p in a.build_times}
+    tools = {read_json(p)["variant"]: read_json(p) for p in a.tools}
     inspected = {read_json(p)["variant"]: read_json(p) for p in a.inspected}
     root = read_json(a.root)
     base = read_json(a.base)
     serieses = {read_json(p)["tree"]: read_json(p) for p in a.series}
-    with stage("collect", f"{exp.chapter}/{a.run_id}", None) as stamp:
+    run_id = collect.new_run_id("-".join(sorted({v.accel for v in exp.variants.values()})))
+    book, diff = collect.book_state()
+    with stage("publish", f"{exp.name}/{run_id}", None) as stamp:
         variants = {}
         for name, v in exp.variants.items():
             reps = [r for r in records if r["variant"] == name]
-            built = builds[exp.build_name(name)]
+            bname = exp.build_name(name)
+            built = builds[bname]
             variants[name] = {
                 "tree": v.tree, "commit": built["commit"], "compiler": v.compiler,
                 "config_sha256": built["config_sha256"], "boot": v.boot,
@@ -329,149 +398,107 @@ def cmd_collect(a: argparse.Namespace) -> None:
                 "guest": reps[0]["guest"] if reps else {},
                 "qemu_argv": [portable(x) for x in reps[0]["qemu_argv"]] if reps else [],
                 "boot_to_result_seconds": [r["boot_to_result_seconds"] for r in reps],
-                "build": {"variant": exp.build_name(name),
+                "build": {"variant": bname, "build_seconds": build_seconds[bname],
                           **{k: built[k] for k in ("bzImage_bytes", "vmlinux_bytes",
-                                                   "targets", "build_seconds")}},
+                                                   "targets")}},
+                "tools": {k: tools[bname].get(k) for k in ("programs", "cc")},
                 "inspect": {k: val for k, val in inspected[name].items()
                             if k == "evidence"},
             }
         ser = next(iter(serieses.values()))
+        chapter = exp.chapter
+        parser_files = sorted((ROOT / "lab" / "parse").glob("*.py")) + (
+            [chapter.dir / "parse.py"] if (chapter.dir / "parse.py").is_file() else [])
         manifest = {
-            "chapter": exp.chapter, "run_id": a.run_id,
+            "chapter": exp.name, "run_id": run_id,
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "book": collect.book_commit(),
+            "book": book,
             "experiment": {"file": in_repo(exp.path), "sha256": exp.sha256,
                            "reps": exp.reps, "workloads": list(exp.workloads)},
+            "parsers": {in_repo(f): source.sha256_file(f) for f in parser_files},
             "base": {k: base[k] for k in ("version", "origin", "sha256", "commit")},
             "series": {"dir": in_repo(exp.series), "mode": ser["mode"],
                        "sha256": ser["sha256"], "patches": ser["patches"],
                        "commits": {t: s["commit"] for t, s in serieses.items()},
                        "trees": {t: s["steps"] for t, s in serieses.items()}},
             "compilers": root["tools"], "qemu": vm.qemu_version(),
+            "python": sys.version.split()[0],
             "host": collect.host_info(),
             "toolchain_root": {"key": root["key"], "suite": root["suite"],
                                "packages": root["packages"]},
             "variants": variants,
         }
         configs = {name: Path(b["artifacts"]) / ".config" for name, b in builds.items()}
-        cited = {(w["name"], metric): cid for w in exp.workloads
-                 for metric, cid in (w.get("cited") or {}).items()}
-        final = collect.publish(exp.chapter, a.run_id,
-                                lambda tmp: collect.assemble(tmp, exp.chapter, records,
-                                                             configs, manifest, cited))
+        final = collect.publish(exp.name, run_id,
+                                lambda tmp: collect.assemble(tmp, exp.name, records, configs,
+                                                             manifest, exp.cited(), diff))
         stamp.update(run_dir=str(final), rows=sum(
             len(p) for r in records for p in r["rows"].values()))
-    pending = pending_file(exp.chapter)
-    if pending.is_file() and read_json(pending).get("run_id") == a.run_id:
-        pending.unlink()
     write_json(Path(a.out), stamp)
     print(f"run published: {final}", file=sys.stderr)
 
 
-def pending_file(chapter: str) -> Path:
-    """Records the run-id of a chapter's unfinished run, so a rerun resumes it (one per
-    chapter and results directory, so the tests' runs never take over a reader's)."""
-    where = hashlib.sha256(str(collect.runs_dir().resolve()).encode()).hexdigest()[:8]
-    return cachedir.sub("work", "pending") / f"{chapter}-{where}.json"
-
-
-def cmd_run_id(a: argparse.Namespace) -> None:
-    """Check the host tools, then print the run-id to use: the unfinished one with the same
-    parameters (so a rerun resumes it), or a new one."""
-    exp = load_experiment(a)
-    require_tools(list(HOST_TOOLS))
-    params = {"experiment": exp.sha256, "variants": sorted(exp.variants), "reps": exp.reps,
-              "accel": a.accel or "", "runs_dir": str(collect.runs_dir())}
-    pending = pending_file(exp.chapter)
-    if pending.is_file():
-        old = read_json(pending)
-        if old.get("params") == params and not (collect.runs_dir() / exp.chapter /
-                                                old["run_id"]).exists():
-            print(old["run_id"])
-            return
-    first = collect.new_run_id("-".join(sorted({v.accel for v in exp.variants.values()})))
-    run_id, n = first, 1
-    while (collect.runs_dir() / exp.chapter / run_id).exists():
-        n += 1
-        run_id = f"{first}-{n}"
-    write_json(pending, {"run_id": run_id, "params": params})
-    print(run_id)
-
-
-def cmd_summary(a: argparse.Namespace) -> None:
-    """Print each stage's time for this run (cached stages show their original time)."""
-    work = cachedir.cache_root() / "work"
-    exp = load_experiment(a)
-    rows = [("root", work / "toolchain" / "root.json"),
-            ("source", work / "source" / "base.json")]
-    for name in exp.builds:
-        rows.append((f"build {name}", work / "build" / exp.chapter / name / "build.json"))
-    for name in exp.variants:
-        rows.append((f"inspect {name}", work / "inspect" / exp.chapter / f"{name}.json"))
-    for name in exp.booted:
-        for rep in range(1, exp.reps + 1):
-            rows.append((f"run {name} rep{rep}",
-                         work / "runs" / exp.chapter / a.run_id / name / f"rep{rep}" / "run.json"))
-    rows.append(("collect", work / "collected" / exp.chapter / f"{a.run_id}.json"))
-    print(f"\nsummary of {exp.chapter} run {a.run_id}:")
-    for label, path in rows:
-        if not path.is_file():
-            print(f"  {label:<24} not done")
-            continue
-        data = read_json(path)
-        extra = ""
-        if "boot_to_result_seconds" in data:
-            extra = f"  (boot-to-result {data['boot_to_result_seconds']} s, {data['accel']})"
-        if "run_dir" in data:
-            extra = f"  -> {data['run_dir']}"
-        print(f"  {label:<24} {data.get('seconds', '?'):>7} s{extra}")
+def cmd_check(a: argparse.Namespace) -> None:
+    """Validate chapters (schema, files, parsers, cited ids) and print what each would run."""
+    from lab import chapters
+    for ch in chapters.select(a.chapters) if a.chapters else chapters.discover().values():
+        if ch.has_experiment:
+            exp = experiment.load(ch)
+            print(f"{ch.name}: {len(exp.variants)} variants, {len(exp.builds)} builds, "
+                  f"{len(exp.booted) * exp.reps} boots")
+        else:
+            print(f"{ch.name}: no experiment yet")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the stage and its arguments, run it, and map a StageError to exit status 1."""
+    from lab import reparse, reproduce
     p = argparse.ArgumentParser(prog="python -m lab.pipeline", description=__doc__)
     sub = p.add_subparsers(dest="stage", required=True)
 
     def add(name: str, fn: Callable[[argparse.Namespace], None], *args: str,
-            exp: bool = True) -> argparse.ArgumentParser:
+            exp: bool = True, log: bool = True) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=fn.__doc__)
         sp.set_defaults(fn=fn)
         if exp:
-            sp.add_argument("--experiment", required=True)
+            sp.add_argument("--chapter", required=True)
             sp.add_argument("--accel", default="")
             sp.add_argument("--reps", default="")
             sp.add_argument("--variants", default="")
+        if log:
+            sp.add_argument("--log", required=True)
         for arg in args:
-            if arg.startswith("--"):
-                sp.add_argument(arg, required=True)
-            else:
-                sp.add_argument(arg)
+            sp.add_argument(arg, required=True)
         return sp
 
     add("root", cmd_root, "--out", exp=False)
     add("source", cmd_source, "--out", exp=False)
-    add("series", cmd_series, "--base", "--tree", "--out")
+    add("series", cmd_series, "--base", "--tree", "--out", log=False)
     add("config", cmd_config, "--base", "--root", "--series", "--variant", "--out")
     add("build", cmd_build, "--base", "--root", "--series", "--config", "--variant", "--out")
-    add("bench", cmd_bench, "--root", "--out")
-    acc = add("accel", cmd_accel, "--root", "--build", "--out")
+    add("tools", cmd_tools, "--root", "--base", "--series", "--build", "--variant", "--out")
+    acc = add("accel", cmd_accel, "--root", "--out", log=False)
+    acc.add_argument("--build", nargs="?", default="")  # none when no variant boots
     acc.add_argument("--probe-timeout", type=float, default=vm.probe_timeout())
-    add("run", cmd_run, "--root", "--build", "--bench", "--accel-json", "--variant", "--rep",
-        "--out")
-    add("inspect", cmd_inspect, "--root", "--build", "--variant", "--out")
-    col = add("collect", cmd_collect, "--root", "--base", "--run-id", "--out")
-    for many in ("--builds", "--series", "--inspected"):
-        col.add_argument(many, nargs="+", required=True)
-    col.add_argument("--runs", nargs="*", default=[])  # none when no variant boots
-    add("run-id", cmd_run_id)
-    add("summary", cmd_summary, "--run-id")
+    add("boot", cmd_boot, "--root", "--build", "--tools", "--accel-json", "--variant", "--rep",
+        "--out", log=False)
+    add("parse", cmd_parse, "--boot", "--out", log=False)
+    add("inspect", cmd_inspect, "--root", "--build", "--variant", "--out", log=False)
+    pub = add("publish", cmd_publish, "--root", "--base", "--out", log=False)
+    for many in ("--builds", "--build-times", "--series", "--inspected", "--tools"):
+        pub.add_argument(many, nargs="+", required=True)
+    pub.add_argument("--parsed", nargs="*", default=[])  # none when no variant boots
+    chk = add("check", cmd_check, exp=False, log=False)
+    chk.add_argument("--chapters", default="")
+    reproduce.add_arguments(add("reproduce", reproduce.main, exp=False, log=False))
+    reparse.add_arguments(add("reparse", reparse.main, exp=False, log=False))
     a = p.parse_args(argv)
     try:
-        a.fn(a)
+        status = a.fn(a)
     except StageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    return 0
+    return int(status or 0)
 
 
 if __name__ == "__main__":

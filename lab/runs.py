@@ -186,7 +186,7 @@ def measured_for_cited(runs_dir: Path = RUNS_DIR) -> pd.DataFrame:
 
     Returns one row per cited id: our value over the run's repetitions, the run's verdict if it
     gives one, and its environment; the newest run wins where several measure the same entry.
-    Chapters with a judge (:data:`lab.judges.JUDGES`) replace these rows with judged ones.
+    Chapters with a judge (:func:`lab.judges.judges`) replace these rows with judged ones.
     """
     rows = []
     for chapter_dir in sorted(p for p in runs_dir.glob("*") if p.is_dir()):

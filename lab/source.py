@@ -16,7 +16,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tarfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -160,15 +159,18 @@ def head(tree: Path, rev: str = "HEAD") -> str:
 
 
 def _unpack(tarball: Path, dest: Path) -> None:
-    """Unpack a kernel tarball into ``dest`` without its top-level directory."""
-    with tarfile.open(tarball) as tf:
-        members = tf.getmembers()
-        top = members[0].name.split("/", 1)[0]
-        for m in members:
-            m.name = m.name.split("/", 1)[1] if "/" in m.name else ""
-        tf.extractall(dest, members=[m for m in members if m.name], filter="tar")
+    """Unpack a kernel tarball into ``dest`` without its top-level directory.
+
+    GNU tar rather than :mod:`tarfile`: ``extractall(filter=...)`` exists only from Python
+    3.11.4, and Debian 12's python3 is 3.11.2. tar also refuses absolute and ``..`` member
+    names by default, and does not restore the archive's owners (``--no-same-owner``, which
+    matters when the pipeline runs as root).
+    """
+    run(["tar", "-x", "-f", tarball, "-C", dest, "--strip-components=1", "--no-same-owner"],
+        what=f"unpack {tarball.name}")
     if not (dest / "Makefile").is_file():
-        raise StageError(f"{tarball}: no Makefile under {top}/; is this a Linux source tarball?")
+        raise StageError(f"{tarball}: no Makefile in its top-level directory; "
+                         "is this a Linux source tarball?")
 
 
 def _kernel_version(tree: Path) -> str:

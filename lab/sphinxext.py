@@ -12,7 +12,10 @@ under ``data/`` would otherwise leave a stale result in the book. This extension
   stale in an incrementally built page;
 * adds ``kb-figure`` and ``kb-table``: numbered, captioned figures and tables pasted from another
   document's glue data (MyST-NB's own ``glue:figure`` works only within one notebook). Figures
-  are written as SVG, PDF and PNG, and the page links the SVG and PDF for slides and papers.
+  are written as SVG, PDF and PNG, and the page links the SVG and PDF for slides and papers;
+* adds ``kb-chapters`` (a toctree of the book's chapters, or of their notebooks, in the order
+  :mod:`lab.chapters` finds them) and ``kb-scorecard`` (a section with the scorecard table of
+  each chapter), so a new chapter appears in the book without an edit to a shared page.
 """
 
 from __future__ import annotations
@@ -25,13 +28,17 @@ from typing import Any, ClassVar
 
 import yaml
 from docutils import nodes
+from docutils.parsers.rst import directives
+from docutils.statemachine import StringList
 from myst_nb.ext.glue.roles import PasteTextRole
 from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.directives.other import TocTree
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from lab import chapters
 from lab.notebook import TABLE_MIME
 
 LOGGER = logging.getLogger(__name__)
@@ -287,6 +294,45 @@ class KbTable(_PasteDirective):
         return nodes.row("", *(nodes.entry("", nodes.paragraph(text=str(c))) for c in cells))
 
 
+class KbChapters(TocTree):
+    """A toctree of the book's chapters (``book/<name>``), or with ``:notebooks:`` of their
+    notebooks, in book order; the directive's own content is ignored."""
+
+    option_spec: ClassVar[dict[str, Any]] = {**TocTree.option_spec,
+                                             "notebooks": directives.flag}
+
+    def run(self) -> list[nodes.Node]:
+        """Fill the content with the discovered chapters, then build the toctree."""
+        base = "/notebooks/" if "notebooks" in self.options else "/book/"
+        names = [f"{base}{c.name}" for c in chapters.book()]
+        self.content = StringList(names, source="lab.chapters")
+        return super().run()
+
+
+class KbScorecard(SphinxDirective):
+    """One section per book chapter with its scorecard table (glued by the scorecard
+    notebook under ``scorecard-<chapter>-table`` and ``-count``)."""
+
+    required_arguments = 1  # the notebook that glues the tables, e.g. /notebooks/scorecard.md
+
+    def run(self) -> list[nodes.Node]:
+        """Render each chapter's section as MyST and parse it in place."""
+        nb = self.arguments[0]
+        lines: list[str] = []
+        for c in chapters.book():
+            lines += [f"(scorecard-{c.name})=", f"## {c.label}", "",
+                      f":::{{kb-table}} {nb}::scorecard-{c.name}-table",
+                      f":name: tab-scorecard-{c.name}",
+                      f"{c.label}: the {{glue:text}}`{nb}::scorecard-{c.name}-count` rows of "
+                      f"{{doc}}`/book/{c.name}`: every number cited there, the change each cited "
+                      "pair implies and the mechanism rows, with ours where measured.", ":::",
+                      ""]
+        holder = nodes.section()
+        self.state.nested_parse(StringList(lines, source="lab.chapters"), self.content_offset,
+                                holder, match_titles=True)
+        return list(holder.children)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the events and directives."""
     app.connect("env-get-outdated", get_outdated)
@@ -296,4 +342,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_role_to_domain("glue", "text", CrossDocTextRole(), override=True)
     app.add_directive("kb-figure", KbFigure)
     app.add_directive("kb-table", KbTable)
+    app.add_directive("kb-chapters", KbChapters)
+    app.add_directive("kb-scorecard", KbScorecard)
     return {"parallel_read_safe": False, "parallel_write_safe": True, "env_version": 1}

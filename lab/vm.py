@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from lab.command import StageError, require_tools
+from lab.command import StageError, die_with_parent, require_tools
 
 QEMU = "qemu-system-x86_64"
 DONE = re.compile(r"^KB-DONE rc=(\d+)")
@@ -47,6 +47,12 @@ def probe_timeout() -> float:
     """Seconds a KVM probe guest may take (``KERNEL_BOOK_PROBE_TIMEOUT``, default 30): a
     working KVM boots the probe kernel in a few seconds."""
     return float(os.environ.get("KERNEL_BOOK_PROBE_TIMEOUT", "30"))
+
+
+def kvm_device() -> str:
+    """The KVM device the probe checks first (``KERNEL_BOOK_KVM_DEVICE``, default /dev/kvm):
+    the tests point it at a file to play a host whose device is present but whose guests hang."""
+    return os.environ.get("KERNEL_BOOK_KVM_DEVICE", "/dev/kvm")
 
 
 def _probe_image(path: Path) -> Path:
@@ -70,8 +76,9 @@ def probe(accel: str, workdir: Path, timeout: float = 30.0, qemu: str = QEMU,
     ``kernel`` and ``root``, that kernel up to a shell that prints a marker and reboots
     (catches a KVM on which Linux hangs early, which the boot sector does not show).
     """
-    if accel == "kvm" and not os.access("/dev/kvm", os.R_OK | os.W_OK):
-        return False, "/dev/kvm is missing or not accessible to this user"
+    device = kvm_device()
+    if accel == "kvm" and not os.access(device, os.R_OK | os.W_OK):
+        return False, f"{device} is missing or not accessible to this user"
     workdir.mkdir(parents=True, exist_ok=True)
     image = _probe_image(workdir / "kvm-probe.img")
     common = [qemu, *accel_args(accel, Machine()), "-nodefaults", "-no-user-config",
@@ -90,7 +97,8 @@ def probe(accel: str, workdir: Path, timeout: float = 30.0, qemu: str = QEMU,
     for name, argv, want_rc, want_out in steps:
         try:
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=timeout, check=False, start_new_session=True)
+                                  timeout=timeout, check=False, start_new_session=True,
+                                  preexec_fn=die_with_parent)
         except subprocess.TimeoutExpired:
             return False, (f"{name} probe guest hung: no exit within {timeout:g} s "
                            f"({accel} is present but broken)")
@@ -226,7 +234,8 @@ def boot(argv: list[str], console: Path, timeout: float, label: str) -> BootResu
     console.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=die_with_parent)
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
     splats: list[str] = []
@@ -257,7 +266,8 @@ def boot(argv: list[str], console: Path, timeout: float, label: str) -> BootResu
                     grace_until = grace_until or time.monotonic() + 15.0
     finally:
         # QEMU runs in its own session (a Ctrl-C must not reach the guest half-way through a
-        # write), so it is ended here, also when this process is interrupted.
+        # write), so it is ended here when this process is interrupted, and by the kernel
+        # (die_with_parent) when this process is killed outright.
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()

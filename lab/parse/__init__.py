@@ -1,4 +1,5 @@
-"""Parsers of guest outputs: each turns one raw output file into tidy rows.
+"""Parsers of guest outputs that any chapter may use; a chapter adds its own in its
+``parse.py`` (``PARSERS``), which :meth:`lab.chapters.Chapter.parsers` merges over these.
 
 A parser takes the text a workload printed and returns ``(metric, value)`` pairs; it fails
 with :class:`lab.command.StageError` when the text is incomplete, because a truncated output
@@ -9,11 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lab.parse import keyvalue, sched_test, workqueue_bench
+from lab.parse import keyvalue
 
 PARSERS: dict[str, Callable[[str, str], list[tuple[str, float]]]] = {
     "keyvalue": keyvalue.parse,
-    "test_workqueue": workqueue_bench.parse,
-    "sched_test": sched_test.parse,
 }
-"""Parser name (as the experiment's ``parser:`` says) to function(text, source name)."""
+"""Parser name (as a workload's ``parser:`` says) to function(text, source name)."""

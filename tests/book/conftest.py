@@ -10,7 +10,7 @@ import pytest
 
 from lab import ROOT
 
-BOOK_SOURCES = ("book", "notebooks", "data", "lab", "conf.py", "bench", "configs", "experiments",
+BOOK_SOURCES = ("book", "notebooks", "data", "lab", "conf.py", "chapters", "configs", "workflow",
                 "patches")
 
 

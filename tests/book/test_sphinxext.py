@@ -6,14 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from lab import ROOT, sphinxext
+from lab import ROOT, chapters, sphinxext
 
 
 def test_chapter_notebooks_declare_their_data() -> None:
-    for notebook in sorted((ROOT / "notebooks").glob("*.md")):
+    for chapter in [*chapters.book(), "scorecard"]:
+        notebook = ROOT / "notebooks" / f"{getattr(chapter, 'name', chapter)}.md"
         reads = sphinxext.declared_reads(notebook)
         assert any(r.startswith("data/cited/") for r in reads), notebook
         assert any(r.startswith("data/runs/") for r in reads), notebook
+
+
+def test_the_rule_graph_notebook_follows_the_workflow() -> None:
+    assert sphinxext.declared_reads(ROOT / "notebooks" / "pipeline.md") == ["workflow/**/*"]
 
 
 def test_bad_declaration_names_the_file(tmp_path: Path) -> None:

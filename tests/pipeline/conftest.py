@@ -2,9 +2,10 @@
 
 Pipeline-level tests run the real workflow (real toolchain root, real 7.2.13 tree, real
 QEMU) against the caches in ``${XDG_CACHE_HOME:-~/.cache}/kernel-book``, so only the first
-run on a machine pays for the root and the cold build. Successful test runs publish into a
-temporary results directory (``KERNEL_BOOK_RUNS``); failing ones target the real ``data/``,
-which each of them checks is left exactly as it was.
+run on a machine pays for the root and the cold build. Every run publishes into a temporary
+results directory (``KERNEL_BOOK_RUNS``), never into the repository's ``data/``, which each
+test still checks is left exactly as it was. The failure chapters live in ``chapters/`` beside
+this file and are found through ``KERNEL_BOOK_CHAPTERS``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from lab import DATA, ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures"
-EXPERIMENTS = Path(__file__).parent / "experiments"
+TEST_CHAPTERS = Path(__file__).parent / "chapters"
 
 
 def data_fingerprint() -> dict[str, str]:
@@ -29,13 +30,21 @@ def data_fingerprint() -> dict[str, str]:
             for p in sorted(DATA.rglob("*")) if p.is_file()}
 
 
-def make_reproduce(*args: str, env: dict[str, str] | None = None,
+def reproduce_env(runs: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a test's ``make reproduce``: its own results directory and the
+    failure chapters on the chapter search path."""
+    full = {**os.environ, "KERNEL_BOOK_RUNS": str(runs),
+            "KERNEL_BOOK_CHAPTERS": str(TEST_CHAPTERS), **(env or {})}
+    full.pop("MAKEFLAGS", None)
+    return full
+
+
+def make_reproduce(runs: Path, *args: str, env: dict[str, str] | None = None,
                    timeout: float = 1500) -> subprocess.CompletedProcess[str]:
-    """Run ``make reproduce ARGS`` in the repository; output is stdout+stderr combined."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("MAKEFLAGS", None)
+    """Run ``make reproduce ARGS`` in the repository, publishing into ``runs``; output is
+    stdout+stderr combined."""
     return subprocess.run(["make", "--no-print-directory", "reproduce", *args], cwd=ROOT,
-                          env=full_env, text=True, stdout=subprocess.PIPE,
+                          env=reproduce_env(runs, env), text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, timeout=timeout, check=False)
 
 
@@ -45,11 +54,11 @@ def data_unchanged() -> Callable[[], None]:
     before = data_fingerprint()
 
     def check() -> None:
-        assert data_fingerprint() == before, "data/ changed during a failing run"
+        assert data_fingerprint() == before, "data/ changed during a pipeline test"
     return check
 
 
 @pytest.fixture
-def runs_tmp(tmp_path: Path) -> dict[str, str]:
-    """Environment that sends published runs to a temporary directory."""
-    return {"KERNEL_BOOK_RUNS": str(tmp_path / "runs")}
+def runs_tmp(tmp_path: Path) -> Path:
+    """A temporary results directory for the runs a test publishes."""
+    return tmp_path / "runs"

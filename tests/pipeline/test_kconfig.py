@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import DATA, kconfig
+from lab import DATA, chapters, kconfig
 from lab.command import StageError
+
+SMOKE = chapters.get("smoke")
 
 
 def _frag(path: Path, text: str) -> Path:
@@ -43,16 +45,11 @@ def test_check_lists_every_dropped_option_with_its_fragment(tmp_path) -> None:
     assert "CONFIG_A" not in msg and "CONFIG_D" not in msg
 
 
-def test_unknown_fragment_lists_the_ones_that_exist() -> None:
-    with pytest.raises(StageError, match=r"have: .*boot.*smoke"):
-        kconfig.fragment_path("no-such-fragment")
-
-
 def test_boot_needs_survive_in_the_committed_smoke_config() -> None:
     configs = sorted((DATA / "runs" / "smoke").glob("*/config/baseline.config.gz"))
     assert configs, "no committed smoke run in data/runs/smoke"
     final = kconfig.parse(gzip.decompress(configs[-1].read_bytes()).decode())
-    wanted = kconfig.requests([kconfig.fragment_path("boot"), kconfig.fragment_path("smoke")])
+    wanted = kconfig.requests([SMOKE.fragment("boot"), SMOKE.fragment("smoke")])
     assert kconfig.dropped(final, wanted) == []
     assert final["CONFIG_9P_FS"] == "y" and final["CONFIG_OVERLAY_FS"] == "y"
 

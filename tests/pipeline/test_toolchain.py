@@ -83,10 +83,73 @@ def test_private_apt_touches_only_its_own_directory(tmp_path) -> None:
     assert "Acquire::Check-Valid-Until=false" in apt.options
 
 
-def test_root_key_follows_the_package_list() -> None:
-    assert toolchain.root_key() == toolchain.root_key()
-    assert toolchain.root_key(("gcc-15",)) != toolchain.root_key(("gcc-15", "clang-21"))
-    assert toolchain.root_key().startswith("sid-")
+def _lock(**packages: str) -> toolchain.Lock:
+    return toolchain.Lock("sid", "amd64", ("gcc-15",), tuple(sorted(packages.items())))
+
+
+def test_root_key_hashes_the_lock() -> None:
+    a = _lock(**{"gcc-15": "15.3.0-5", "libc6": "2.42-1"})
+    assert toolchain.root_key(a) == toolchain.root_key(_lock(**dict(a.packages)))
+    assert toolchain.root_key(a) != toolchain.root_key(_lock(**{**dict(a.packages),
+                                                                "libc6": "2.42-2"}))
+    assert toolchain.root_key(a).startswith("sid-")
+
+
+def test_committed_lock_holds_every_requested_package() -> None:
+    lock = toolchain.load_lock()
+    versions = dict(lock.packages)
+    toolchain.check_requested(lock)
+    assert set(toolchain.PACKAGES) <= set(versions)
+    assert versions["gcc-15"].startswith("15.") and "dpkg" in versions
+
+
+def test_lock_round_trips_and_quotes_epochs(tmp_path) -> None:
+    lock = _lock(**{"gcc-15": "15.3.0-5", "bison": "2:3.8.2+dfsg-1+b3"})
+    path = tmp_path / "toolchain.lock.yaml"
+    path.write_text(lock.render())
+    assert toolchain.load_lock(path) == lock
+    path.write_text(lock.render().replace('"2:3.8.2+dfsg-1+b3"', "2:30"))
+    with pytest.raises(StageError, match=r"versions of bison are not quoted.*toolchain-lock"):
+        toolchain.load_lock(path)
+
+
+def test_missing_lock_names_the_fix(tmp_path) -> None:
+    with pytest.raises(StageError, match=r"missing; run `make toolchain-lock`"):
+        toolchain.load_lock(tmp_path / "none.yaml")
+
+
+def test_version_gone_from_the_archive_is_named_with_the_fix() -> None:
+    lock = _lock(**{"gcc-15": "15.3.0-5", "libc6": "2.42-1", "gone": "1.0"})
+    served = {"gcc-15": {"15.3.0-6"}, "libc6": {"2.42-1"}}
+    with pytest.raises(StageError) as err:
+        toolchain.check_archive(lock, served)
+    msg = str(err.value)
+    assert "no longer serves 2 locked" in msg and "toolchain.lock.yaml" in msg
+    assert "gcc-15 15.3.0-5: the archive serves 15.3.0-6" in msg
+    assert "gone 1.0: the archive serves no version of it" in msg
+    assert "libc6" not in msg and "make toolchain-lock" in msg
+    toolchain.check_archive(lock, {**served, "gcc-15": {"15.3.0-5"}, "gone": {"1.0"}})
+
+
+def test_changed_package_list_asks_for_a_new_lock() -> None:
+    with pytest.raises(StageError, match=r"added: clang-21; dropped: none.*toolchain-lock"):
+        toolchain.check_requested(_lock(), ("gcc-15", "clang-21"))
+
+
+def test_pins_make_every_locked_version_the_candidate() -> None:
+    prefs = toolchain.pin_preferences(_lock(**{"gcc-15": "15.3.0-5", "bison": "2:3.8.2-1"}))
+    stanzas = prefs.strip().split("\n\n")
+    assert stanzas[0] == "Package: bison\nPin: version 2:3.8.2-1\nPin-Priority: 1001"
+    assert len(stanzas) == 2
+
+
+def test_missing_subordinate_ids_name_the_usermod_fix(tmp_path) -> None:
+    subuid = tmp_path / "subuid"
+    subuid.write_text("someone:100000:65536\n")
+    with pytest.raises(StageError, match=r"no subordinate ids.*usermod --add-subuids"):
+        toolchain.check_subordinate_ids("reader", (subuid,))
+    subuid.write_text("reader:165536:65536\n")
+    toolchain.check_subordinate_ids("reader", (subuid,))
 
 
 def test_packages_cover_the_issue_list() -> None:

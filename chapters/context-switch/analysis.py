@@ -1,0 +1,378 @@
+"""The context-switch chapter's analysis: probe cells, inlining evidence, image sizes, verdicts.
+
+The experiment (``chapter.yaml``) boots each kernel under two clocks: the
+wall-clock TSC of TCG, which is emulated time, and icount, where the guest TSC counts
+instructions. The postings' cycles are a real CPU's, so neither clock can confirm their size;
+icount can say exactly whether the timed code path got shorter, and the images can say whether
+the compiler did what the patch asks. This module turns the committed runs into those tables,
+so the notebook only glues and plots.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+from lab import scorecard, stats, verdicts
+from lab.runs import (
+    UNJUDGED,
+    Run,
+    describe,
+    environment_limits,
+    environment_summary,
+    latest_per_variant,
+)
+from lab.verdicts import Verdict
+
+TREES = {"v2-thread-baseline": "v2 base", "baseline": "7.2.13", "patched": "7.2.13 + 3/3"}
+"""Tree name (patches/context-switch/meta.yaml) -> label: the v2 thread's before, the release
+(merged 1/3 and 2/3), and the release with the ported 3/3."""
+
+PROBE = "probe.avg_cycles"
+
+
+def _clock(variant: dict[str, Any]) -> str:
+    used = variant.get("accel_used") or [variant.get("accel_requested", "?")]
+    return "icount" if used == ["icount"] else "TSC (" + "/".join(used) + ")"
+
+
+def probe_frame(runs: list[Run], every_run: bool = False) -> pd.DataFrame:
+    """One row per booted variant and repetition: the cell it belongs to and its probe values.
+
+    Each variant comes from the newest run that measured it, or, with ``every_run``, from
+    every run that did (to compare runs with each other).
+
+    Columns: variant, rep, run_id, compiler, tree, spectre (``spectre_v2_user=on`` on the
+    command line), clock (icount or wall TSC), avg (all full intervals' cycles over their
+    switches), lo/hi (the smallest and largest per-interval average), ibpb (the guest's
+    IBPB state: 0 disabled, 1 conditional, 2 always-on), per_switch (the program's
+    nanoseconds per switch, whole hand-off; under icount at shift 0 one nanosecond is one
+    guest instruction).
+    """
+    rows = []
+    chosen = ([(name, run) for run in runs for name in run.manifest["variants"]] if every_run
+              else list(latest_per_variant(runs).items()))
+    for name, run in chosen:
+        v = run.manifest["variants"][name]
+        if not v.get("boot", True):
+            continue
+        res = run.results[run.results["variant"] == name]
+        for rep, group in res.groupby("rep"):
+            values = dict(zip(group["metric"], group["value"].astype(float), strict=True))
+            if PROBE not in values:
+                continue
+            rows.append({
+                "variant": name, "rep": int(rep), "run_id": run.run_id,
+                "compiler": v["compiler"], "tree": v["tree"],
+                "spectre": "spectre_v2_user=on" in v.get("cmdline", ""),
+                "clock": _clock(v), "avg": values[PROBE],
+                "lo": values["probe.min_avg_cycles"], "hi": values["probe.max_avg_cycles"],
+                # sysfs names no IBPB state on a CPU without IBPB: then it is off
+                "ibpb": values.get("spectre_v2.ibpb",
+                                   0.0 if values.get("cpu_flag.ibpb") == 0 else float("nan")),
+                "per_switch": values.get("prog.ns_per_switch", float("nan")),
+            })
+    return pd.DataFrame(rows, columns=["variant", "rep", "run_id", "compiler", "tree",
+                                       "spectre", "clock", "avg", "lo", "hi", "ibpb",
+                                       "per_switch"])
+
+
+def cells(probe: pd.DataFrame) -> pd.DataFrame:
+    """Per (compiler, spectre, clock, tree): boots, mean of the per-boot averages, their range
+    (the spread across boots: zero means identical), and the range of all interval averages."""
+    keys = ["compiler", "spectre", "clock", "tree"]
+    out = probe.groupby(keys).agg(
+        variant=("variant", "first"), boots=("avg", "size"), mean=("avg", "mean"),
+        boot_min=("avg", "min"), boot_max=("avg", "max"), lo=("lo", "min"), hi=("hi", "max"),
+        ibpb=("ibpb", "max"), per_switch=("per_switch", "mean")).reset_index()
+    out["spread"] = out["boot_max"] - out["boot_min"]
+    return out
+
+
+def across_runs(runs: list[Run]) -> pd.DataFrame:
+    """icount variants measured by more than one run: each run's mean and the difference
+    between the runs' means, the test that the instruction count survives a fresh pipeline
+    run (new boots, same images), not just repeated boots within one run.
+
+    Columns: variant, runs, means (per run, oldest first), spread (largest minus smallest
+    run mean), spread_pct (of the overall mean).
+    """
+    probe = probe_frame(runs, every_run=True)
+    probe = probe[probe["clock"] == "icount"]
+    per_run = probe.groupby(["variant", "run_id"])["avg"].mean().reset_index()
+    rows = []
+    for name, group in per_run.groupby("variant"):
+        if len(group) < 2:
+            continue
+        means = group.sort_values("run_id")["avg"]
+        rows.append({"variant": name, "runs": len(group),
+                     "means": ", ".join(f"{m:.2f}" for m in means),
+                     "spread": means.max() - means.min(),
+                     "spread_pct": 100 * (means.max() - means.min()) / means.mean()})
+    return pd.DataFrame(rows, columns=["variant", "runs", "means", "spread", "spread_pct"])
+
+
+def changes(cell: pd.DataFrame, before: str = "v2-thread-baseline",
+            after: str = "patched", value: str = "mean") -> pd.DataFrame:
+    """Per (compiler, spectre, clock): ``value`` (the probe's mean, or ``per_switch``) before
+    and after, and the change in percent."""
+    keys = ["compiler", "spectre", "clock"]
+    wide = cell.pivot_table(index=keys, columns="tree", values=value)
+    if before not in wide or after not in wide:
+        return pd.DataFrame(columns=[*keys, "before", "after", "change_pct"])
+    out = wide[[before, after]].dropna().rename(columns={before: "before", after: "after"})
+    out["change_pct"] = 100 * (out["after"] - out["before"]) / out["before"]
+    return out.reset_index()
+
+
+def _builds(runs: list[Run]) -> dict[str, tuple[Run, dict[str, Any]]]:
+    """Build variant -> (run, its manifest entry), newest run first wins per build."""
+    out: dict[str, tuple[Run, dict[str, Any]]] = {}
+    for name, run in latest_per_variant(runs).items():
+        v = run.manifest["variants"][name]
+        if v.get("build", {}).get("variant", name) == name:
+            out[name] = (run, v)
+    return out
+
+
+EVIDENCE_COLUMNS = ["build", "compiler", "tree", "config", "fts_copies", "fts_calls",
+                    "fts_sched_text", "region_insns", "region_calls", "rdtsc", "schedule_bytes",
+                    "outlined", "text_bytes", "sched_text_bytes", "bzImage", "rq_unlock_calls"]
+
+
+def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataFrame:
+    """One row per built kernel: what lab.inspect found in its vmlinux.
+
+    Columns: build, compiler, tree, config (timing or size), fts_copies (out-of-line
+    ``finish_task_switch`` symbols), fts_calls (direct calls to them from ``__schedule``),
+    fts_sched_text (those copies that lie in ``.sched.text``), region_insns / region_calls
+    (between the probe's two rdtsc in ``__schedule``), schedule_bytes, outlined (every
+    function the series forces inline that still has an out-of-line copy), text_bytes /
+    sched_text_bytes (``_stext`` to ``_etext`` and its ``.sched.text`` part; missing where
+    the run's inspect stage predates them), bzImage, rq_unlock_calls (direct calls from
+    ``__schedule`` to an out-of-line ``raw_spin_rq_unlock``, which the revert of the merged
+    2/3 brings back).
+    """
+    rows = []
+    for name, (_, v) in sorted(_builds(runs).items()):
+        ev = v.get("inspect", {}).get("evidence")
+        if not ev:
+            continue
+        fts = ev["functions"].get("finish_task_switch", {})
+        sched = ev["callers"].get("__schedule", {})
+        region = sched.get("probe_region", {})
+        names = forced or list(ev["functions"])
+        rows.append({
+            "build": name, "compiler": v["compiler"], "tree": v["tree"],
+            "config": "size" if any("size" in f for f in v.get("fragments", [])) else "timing",
+            "fts_copies": ", ".join(fts.get("out_of_line", [])) or "none",
+            "fts_calls": fts.get("called_from", {}).get("__schedule", 0),
+            "fts_sched_text": (", ".join(fts["in_sched_text"]) or "none")
+            if "in_sched_text" in fts else None,
+            "region_insns": region.get("instructions"),
+            "region_calls": ", ".join(region.get("calls", [])) or "none",
+            "rdtsc": region.get("markers"),
+            "schedule_bytes": sched.get("bytes"),
+            "outlined": ", ".join(f for f in names
+                                  if ev["functions"].get(f, {}).get("out_of_line")) or "none",
+            "text_bytes": ev.get("layout", {}).get("text_bytes"),
+            "sched_text_bytes": ev.get("layout", {}).get("sched_text_bytes"),
+            "bzImage": v["build"].get("bzImage_bytes"),
+            "rq_unlock_calls": ev["functions"].get("raw_spin_rq_unlock", {})
+            .get("called_from", {}).get("__schedule", 0),
+        })
+    return pd.DataFrame(rows, columns=EVIDENCE_COLUMNS)
+
+
+def sizes(evidence: pd.DataFrame) -> pd.DataFrame:
+    """bzImage bytes of the size-configuration builds, per compiler and tree."""
+    size = evidence[evidence["config"] == "size"]
+    return size.pivot_table(index="compiler", columns="tree", values="bzImage",
+                            aggfunc="first").reset_index()
+
+
+_RDTSC = re.compile(r"context-switch-rdtsc(?:-p4)?-(gcc|clang)-spectre-(default|on)-"
+                    r"(baseline|patched)")
+_BZIMAGE = re.compile(r"context-switch-bzimage-(gcc|clang)-(baseline|patched)")
+CITED_TREE = {"baseline": "v2-thread-baseline", "patched": "patched"}
+"""The v2 thread's "without" and "with patches" columns, as trees of this chapter."""
+
+
+def _cell(cell: pd.DataFrame, compiler: str, spectre: bool, icount: bool,
+          tree: str) -> pd.Series | None:
+    sel = cell[(cell["compiler"] == compiler) & (cell["spectre"] == spectre)
+               & ((cell["clock"] == "icount") == icount) & (cell["tree"] == tree)]
+    return sel.iloc[0] if len(sel) else None
+
+
+def _describe_cell(row: pd.Series | None, probe: pd.DataFrame, clock: str) -> str:
+    if row is None:
+        return f"{clock}: not measured"
+    boots = probe[probe["variant"] == row["variant"]]["avg"]
+    if clock == "icount":  # deterministic to a fraction of a tick: the spread is the point
+        return (f"icount {boots.mean():.2f} (n={len(boots)}, "
+                f"{boots.min():.2f} to {boots.max():.2f})")
+    return f"{clock} {describe(boots)}"
+
+
+def cited_change(cited: pd.DataFrame, compiler: str, spectre: str,
+                 kind: str = "rdtsc") -> float:
+    """The change in percent that a cited before/after pair implies (range midpoints);
+    ``spectre`` is "default" or "on", ``kind`` "rdtsc" (cover letter) or "rdtsc-p4"."""
+    pick = cited[cited["id"].str.fullmatch(
+        rf"context-switch-{kind}-{compiler}-spectre-{spectre}-(baseline|patched)")]
+    mids = dict(zip(pick["variant"], pick["mid"].astype(float), strict=True))
+    return 100 * (mids["patched"] / mids["baseline"] - 1)
+
+
+NO_IBPB = ("spectre_v2_user=on left IBPB off in the guest (the emulated CPU does not offer it), "
+           "so this cell runs the default path; the cited change depends on a barrier only a "
+           "real CPU has")
+"""Why the ``spectre_v2_user=on`` cells cannot show the cited change under TCG."""
+
+TSC_TICKS = ("TSC ticks of the author's i5-8300H (an rdtsc reading, not core cycles), not "
+             "comparable with an emulator's ticks")
+"""Why a cited probe reading is not compared as a level."""
+
+ICOUNT = "icount: instructions, not TSC ticks of a real CPU"
+"""What limits the mechanism rows: they count instructions, the author's TSC measured time."""
+
+
+def _boots(probe: pd.DataFrame, row: pd.Series | None) -> pd.Series:
+    if row is None:
+        return pd.Series(dtype=float)
+    return probe[probe["variant"] == row["variant"]]["avg"]
+
+
+def _cell_change(cell: pd.DataFrame, probe: pd.DataFrame, compiler: str, spectre: bool,
+                 icount: bool) -> tuple[stats.Change | None, list[str], str]:
+    """Our change of one cell from the v2 base to 7.2.13 + 3/3 under one clock, the variants
+    it comes from, and why there is none (empty when there is one)."""
+    ends = [_cell(cell, compiler, spectre, icount, CITED_TREE[r]) for r in scorecard.ROLES]
+    used = [r["variant"] for r in ends if r is not None]
+    if any(r is None for r in ends):
+        return None, used, "no run of both kernels of this cell yet"
+    try:
+        return stats.percent_change(*(_boots(probe, r) for r in ends)), used, ""
+    except ValueError as exc:  # includes NotEnoughRepetitions
+        return None, used, str(exc).split(". Fix:")[0]
+
+
+def _cannot_show(cell: pd.DataFrame, compiler: str, spectre: bool, icount: bool) -> str | None:
+    ends = [_cell(cell, compiler, spectre, icount, CITED_TREE[r]) for r in scorecard.ROLES]
+    ibpb = max((r["ibpb"] for r in ends if r is not None), default=float("nan"))
+    return NO_IBPB if spectre and not ibpb >= 2 else None
+
+
+def _bzimage_change(compiler: str, sizes_by_role: dict[str, int]) -> tuple[stats.Change | None,
+                                                                           str]:
+    """The exact change of the size builds' bzImage from the v2 base to 7.2.13 + 3/3."""
+    if not set(scorecard.ROLES) <= set(sizes_by_role):
+        return None, f"no {compiler} size build of both kernels yet"
+    return stats.exact_change(sizes_by_role["baseline"], sizes_by_role["patched"]), ""
+
+
+def _row(entry_id: str, ours: str, verdict: Verdict, used: list[str],
+         latest: dict[str, Run], **where: str) -> dict[str, str]:
+    run_ids = sorted({latest[v].run_id for v in used})
+    return {"id": entry_id, "ours": ours, "verdict": verdict.verdict, "reason": verdict.reason,
+            "run_id": " + ".join(run_ids),
+            "environment": environment_summary(latest[used[0]].manifest), **where}
+
+
+def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
+    """Scorecard rows (:data:`lab.scorecard.DERIVED_COLUMNS`) of the chapter's cited entries:
+    the 16 rdtsc readings (cover letter and patch 4/4 give the same table) and the 4 sizes,
+    each absolute and not comparable; a derived change row per cited pair (the wall-clock TSC
+    of TCG for a reading, the exact bytes for an image); and a mechanism row per cell of the
+    cover letter's table: the instructions on the timed path under icount."""
+    part = cited[cited["chapter"] == "context-switch"]
+    probe = probe_frame(chapter_runs)
+    cell = cells(probe)
+    evidence = evidence_frame(chapter_runs)
+    latest = latest_per_variant(chapter_runs)
+    rows = []
+    pairs = part[part["variant"] == "baseline"]
+    for base in pairs.itertuples():
+        entries = part[(part["table"] == base.table) & (part["row"] == base.row)]
+        where = {"chapter": "context-switch", "table": base.table, "row": base.row}
+        if m := _RDTSC.fullmatch(base.id):
+            compiler, spectre = m[1], m[2] == "on"
+            kind = "rdtsc-p4" if "-p4-" in base.id else "rdtsc"
+            cited_percent = cited_change(part, compiler, m[2], kind)
+            cited_text = f"{cited_percent:+.1f} % (implied)"
+            tsc, tsc_used, tsc_why = _cell_change(cell, probe, compiler, spectre, False)
+            icount, icount_used, icount_why = _cell_change(cell, probe, compiler, spectre, True)
+            if not tsc_used and not icount_used:
+                continue
+            environment = environment_limits(latest[(tsc_used or icount_used)[0]].manifest)
+            cannot = _cannot_show(cell, compiler, spectre, False)
+            tsc_verdict = (verdicts.judge_change(tsc, cited_percent,
+                                                 f"{environment}; TCG's TSC is emulated time",
+                                                 cannot_show=cannot) if tsc
+                           else Verdict(UNJUDGED, tsc_why))
+            icount_verdict = (verdicts.judge_change(icount, cited_percent, ICOUNT,
+                                                    cannot_show=_cannot_show(
+                                                        cell, compiler, spectre, True))
+                              if icount else Verdict(UNJUDGED, icount_why))
+            for entry in entries.itertuples():
+                tree = CITED_TREE[entry.variant]
+                measured = [(_cell(cell, compiler, spectre, False, tree),
+                             "wall-clock TSC (emulated)"),
+                            (_cell(cell, compiler, spectre, True, tree), "icount")]
+                used = [r["variant"] for r, _ in measured if r is not None]
+                if not used:
+                    continue
+                ours = "; ".join(_describe_cell(r, probe, label) for r, label in measured)
+                judged = (f"{tsc_verdict.verdict} under the wall clock, {icount_verdict.verdict} "
+                          "in instructions under icount")
+                rows.append(_row(entry.id, ours, verdicts.not_comparable(
+                    f"{TSC_TICKS}; the change the cited pair implies ({cited_text.split(' (')[0]}, "
+                    f"its own rows) is judged instead: {judged}"), used, latest))
+            if tsc_used:
+                rows.append(_row(scorecard.derived_id(base.id),
+                                 tsc.describe() if tsc else "—", tsc_verdict, tsc_used, latest,
+                                 column=scorecard.DERIVED_COLUMN + ", wall-clock TSC of TCG",
+                                 cited=cited_text, **where))
+            if icount_used and kind == "rdtsc":
+                rows.append(_row(
+                    base.id.removesuffix("-baseline") + "-icount",
+                    f"instructions {icount.describe()}" if icount else "—", icount_verdict,
+                    icount_used, latest,
+                    column="mechanism: instructions on the timed path (icount)",
+                    cited=cited_text, **where))
+        elif m := _BZIMAGE.fullmatch(base.id):
+            compiler = m[1]
+            size = evidence[(evidence["config"] == "size") & (evidence["compiler"] == compiler)]
+            by_tree = dict(zip(size["tree"], size["bzImage"].astype(int), strict=True))
+            by_role = {r: by_tree[t] for r, t in CITED_TREE.items() if t in by_tree}
+            if not by_role:
+                continue
+            mids = dict(zip(entries["variant"], entries["mid"].astype(float), strict=True))
+            cited_delta = int(mids["patched"] - mids["baseline"])
+            cited_percent = 100 * (mids["patched"] / mids["baseline"] - 1)
+            change, why = _bzimage_change(compiler, by_role)
+            delta = by_role["patched"] - by_role["baseline"] if change else 0
+            verdict = (verdicts.judge_change(
+                change, cited_percent, "size configuration; a bzImage grows in whole pages")
+                if change else Verdict(UNJUDGED, why))
+            for entry in entries.itertuples():
+                if entry.variant not in by_role:
+                    continue
+                tree = CITED_TREE[entry.variant]
+                rows.append(_row(entry.id, f"{by_role[entry.variant]:,} bytes",
+                                 verdicts.not_comparable(
+                                     "bytes of the author's linux-next image, not of 7.2.13; the "
+                                     "claim it supports, no size change, is judged in its own "
+                                     f"row: {verdict.verdict}"),
+                                 list(size[size["tree"] == tree]["build"]), latest))
+            if change:
+                rows.append(_row(scorecard.derived_id(base.id),
+                                 f"{delta:+,} bytes ({change.percent:+.3f} %)", verdict,
+                                 list(size["build"]), latest,
+                                 column=scorecard.DERIVED_COLUMN,
+                                 cited=f"{cited_delta:+,} bytes (implied)",
+                                 **where))
+    return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)

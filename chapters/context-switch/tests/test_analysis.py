@@ -1,0 +1,207 @@
+"""The context-switch chapter's analysis on synthetic runs with known answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lab import chapters
+from lab.runs import Run
+
+cs = chapters.get("context-switch").module("analysis")
+
+
+def variant(tree: str, compiler: str = "gcc", cmdline: str = "isolcpus=1",
+            accel: str = "tcg", build: str | None = None, bz: int = 123,
+            **extra: object) -> dict:
+    return {"tree": tree, "compiler": compiler, "cmdline": cmdline, "accel_used": [accel],
+            "build": {"variant": build, "bzImage_bytes": bz},
+            "fragments": ["boot", "context-switch"], **extra}
+
+
+def probe_rows(name: str, avgs: list[float], ibpb: float = 1) -> list[dict]:
+    rows = []
+    for rep, avg in enumerate(avgs, 1):
+        for metric, value in (("probe.avg_cycles", avg), ("probe.min_avg_cycles", avg - 1),
+                              ("probe.max_avg_cycles", avg + 1), ("spectre_v2.ibpb", ibpb)):
+            rows.append({"variant": name, "rep": rep, "metric": metric, "value": value})
+    return rows
+
+
+def make(run_id: str, variants: dict, rows: list[dict]) -> Run:
+    return Run("context-switch", run_id, Path("/nonexistent"), {"variants": variants},
+               pd.DataFrame(rows, columns=["variant", "rep", "metric", "value"]))
+
+
+def test_cells_and_changes_have_known_values() -> None:
+    old = make("20261122T0100Z-a", {
+        "gcc-v2base": variant("v2-thread-baseline", build="gcc-v2base"),
+        "gcc-patched": variant("patched", build="gcc-patched"),
+    }, probe_rows("gcc-v2base", [100, 110, 120]) + probe_rows("gcc-patched", [1, 1, 1]))
+    new = make("20261122T0200Z-b", {
+        "gcc-patched": variant("patched", build="gcc-patched"),
+        "gcc-patched-icount": variant("patched", accel="icount", build="gcc-patched"),
+    }, probe_rows("gcc-patched", [88, 88, 88]) + probe_rows("gcc-patched-icount", [50, 50]))
+    probe = cs.probe_frame([old, new])
+    assert set(probe.groupby("variant")["run_id"].first()) == {"20261122T0100Z-a",
+                                                               "20261122T0200Z-b"}
+    assert probe[probe["variant"] == "gcc-patched"]["avg"].tolist() == [88, 88, 88]
+    cell = cs.cells(probe).set_index(["clock", "tree"])
+    v2 = cell.loc[("TSC (tcg)", "v2-thread-baseline")]
+    assert (v2["boots"], v2["mean"], v2["spread"], v2["lo"], v2["hi"]) == (3, 110, 20, 99, 121)
+    assert cell.loc[("icount", "patched")]["spread"] == 0
+    change = cs.changes(cs.cells(probe))
+    (row,) = change.to_dict("records")
+    assert row["clock"] == "TSC (tcg)" and row["change_pct"] == pytest.approx(-20.0)
+
+
+def test_evidence_comes_from_the_build_variant_only() -> None:
+    ev = {"functions": {"finish_task_switch": {"out_of_line": ["finish_task_switch.isra.0"],
+                                               "bytes": 10, "called_from": {"__schedule": 1}},
+                        "mmdrop": {"out_of_line": [], "bytes": 0,
+                                   "called_from": {"__schedule": 0}}},
+          "callers": {"__schedule": {"bytes": 900, "instructions": 300, "calls": 20,
+                                     "probe_region": {"markers": 2, "instructions": 4,
+                                                      "calls": ["finish_task_switch.isra.0"]}}}}
+    run = make("20261122T0100Z-a", {
+        "gcc-baseline": variant("baseline", build="gcc-baseline",
+                                inspect={"evidence": ev}),
+        "gcc-baseline-icount": variant("baseline", build="gcc-baseline", accel="icount",
+                                       inspect={"evidence": ev}),
+        "gcc-size-baseline": variant("baseline", build="gcc-size-baseline", boot=False,
+                                     fragments=["boot", "context-switch-size"],
+                                     bz=77, inspect={"evidence": ev}),
+    }, [])
+    frame = cs.evidence_frame([run]).set_index("build")
+    assert list(frame.index) == ["gcc-baseline", "gcc-size-baseline"]
+    assert frame.loc["gcc-baseline", "fts_copies"] == "finish_task_switch.isra.0"
+    assert frame.loc["gcc-baseline", "outlined"] == "finish_task_switch"
+    assert frame.loc["gcc-baseline", "region_insns"] == 4
+    assert frame.loc["gcc-size-baseline", "config"] == "size"
+    assert cs.sizes(frame.reset_index()).set_index("compiler").loc["gcc", "baseline"] == 77
+
+
+def test_judge_gives_every_measured_cited_entry_a_verdict_from_icount() -> None:
+    from lab import cited
+
+    variants = {
+        "gcc-v2base": variant("v2-thread-baseline", build="gcc-v2base"),
+        "gcc-patched": variant("patched", build="gcc-patched"),
+        "gcc-v2base-icount": variant("v2-thread-baseline", accel="icount", build="gcc-v2base"),
+        "gcc-patched-icount": variant("patched", accel="icount", build="gcc-patched"),
+        "gcc-v2base-spectre-icount": variant("v2-thread-baseline", accel="icount",
+                                             cmdline="spectre_v2_user=on", build="gcc-v2base"),
+        "gcc-patched-spectre-icount": variant("patched", accel="icount",
+                                              cmdline="spectre_v2_user=on", build="gcc-patched"),
+    }
+    rows = (probe_rows("gcc-v2base", [900, 1000]) + probe_rows("gcc-patched", [800, 850])
+            + probe_rows("gcc-v2base-icount", [200, 200]) + probe_rows("gcc-patched-icount",
+                                                                        [180, 180])
+            + probe_rows("gcc-v2base-spectre-icount", [210, 210], ibpb=1)
+            + probe_rows("gcc-patched-spectre-icount", [190, 190], ibpb=1))
+    run = make("20261122T0100Z-a", variants, rows)
+    run.manifest.update({"host": {"cores": 2}, "base": {"version": "7.2.13"}})
+    frame = cited.to_frame(cited.load_all())
+    out = cs.judge(frame, [run]).set_index("id")
+    default = out.loc["context-switch-rdtsc-gcc-spectre-default-baseline"]
+    assert default["verdict"] == "absolute value not comparable"
+    assert "TSC ticks" in default["reason"] and "-10.9 %" in default["reason"]
+    assert default["ours"].startswith("wall-clock TSC (emulated) mean 950 (n=2, 900 to 1,000)")
+    assert out.loc["context-switch-rdtsc-p4-gcc-spectre-default-patched", "ours"].endswith(
+        "icount 180.00 (n=2, 180.00 to 180.00)")
+    # the derived change of the pair, under the wall clock: 2 boots each, a wide interval
+    tsc = out.loc["context-switch-rdtsc-gcc-spectre-default-change"]
+    assert tsc["cited"] == "-10.9 % (implied)" and tsc["column"].startswith("change (derived")
+    # the mechanism row: exactly 10 % fewer instructions, beside the cited -10.9 %
+    icount = out.loc["context-switch-rdtsc-gcc-spectre-default-icount"]
+    assert icount["verdict"] == "direction confirmed"
+    assert icount["ours"] == "instructions -10.0 % (95 % CI -10.0 to -10.0 %)"
+    assert "lies above the cited -10.9 %" in icount["reason"]
+    assert "context-switch-rdtsc-p4-gcc-spectre-default-icount" not in out.index
+    on = out.loc["context-switch-rdtsc-gcc-spectre-on-icount"]
+    assert on["verdict"] == "inconclusive here" and "left IBPB off" in on["reason"]
+    assert out.loc["context-switch-rdtsc-gcc-spectre-on-patched", "ours"].startswith(
+        "wall-clock TSC (emulated): not")
+    assert not [i for i in out.index if "clang" in i or "bzimage" in i]
+
+
+def _size_run(sizes: dict[str, int]) -> Run:
+    """A build-only run with one GCC size-configuration kernel per tree in ``sizes``."""
+    ev = {"functions": {"finish_task_switch": {"out_of_line": [], "bytes": 0,
+                                               "called_from": {"__schedule": 0}}},
+          "callers": {"__schedule": {"bytes": 900, "instructions": 300, "calls": 20,
+                                     "probe_region": {"markers": 2, "instructions": 40,
+                                                      "calls": []}}}}
+    names = {"v2-thread-baseline": "gcc-size-v2base", "baseline": "gcc-size-baseline",
+             "patched": "gcc-size-patched"}
+    run = make("20261122T0300Z-size", {
+        names[tree]: variant(tree, build=names[tree], boot=False, bz=bz,
+                             fragments=["boot", "context-switch-size"], inspect={"evidence": ev})
+        for tree, bz in sizes.items()}, [])
+    run.manifest.update({"host": {"cores": 2}, "base": {"version": "7.2.13"}})
+    return run
+
+
+@pytest.mark.parametrize(("sizes", "verdict", "says"), [
+    ({"v2-thread-baseline": 4096, "patched": 4096}, "reproduced", "+0 bytes"),
+    ({"v2-thread-baseline": 4096, "patched": 8192}, "contradicted", "+4,096 bytes"),
+    ({"v2-thread-baseline": 4096}, "measured, not yet judged", None),
+    # 7.2.13 as released is not the cited "without patches": it must not stand in for it.
+    ({"baseline": 4096, "patched": 4096}, None, None),
+])
+def test_bzimage_verdict_compares_the_v2_base_with_the_patched_tree(
+        sizes: dict[str, int], verdict: str | None, says: str | None) -> None:
+    from lab import cited
+    frame = cited.to_frame(cited.load_all())
+    out = cs.judge(frame, [_size_run(sizes)]).set_index("id")
+    key = "context-switch-bzimage-gcc-baseline"
+    if verdict is None:
+        assert key not in out.index
+        return
+    assert out.loc[key, "verdict"] == "absolute value not comparable"
+    assert out.loc[key, "reason"].endswith(f"judged in its own row: {verdict}")
+    assert out.loc[key, "ours"] == "4,096 bytes"
+    change = "context-switch-bzimage-gcc-change"
+    if says is None:
+        assert change not in out.index
+    else:
+        assert out.loc[change, "verdict"] == verdict
+        assert out.loc[change, "ours"].startswith(says)
+        assert out.loc[change, "cited"] == "+0 bytes (implied)"
+    assert not [i for i in out.index if "clang" in i or "rdtsc" in i]
+
+
+def test_evidence_reads_the_layout_where_the_inspect_stage_recorded_it() -> None:
+    run = _size_run({"v2-thread-baseline": 4096, "patched": 4096})
+    ev = run.manifest["variants"]["gcc-size-patched"]["inspect"]["evidence"]
+    run.manifest["variants"]["gcc-size-patched"]["inspect"] = {"evidence": {
+        **ev, "layout": {"text_bytes": 1000, "sched_text_bytes": 64},
+        "functions": {"finish_task_switch": {"out_of_line": ["finish_task_switch.isra.0"],
+                                             "in_sched_text": [], "called_from": {}}}}}
+    frame = cs.evidence_frame([run]).set_index("build")
+    patched, v2base = frame.loc["gcc-size-patched"], frame.loc["gcc-size-v2base"]
+    assert (patched["text_bytes"], patched["sched_text_bytes"]) == (1000, 64)
+    assert patched["fts_sched_text"] == "none"
+    # A run inspected before the layout existed says so instead of inventing a size.
+    assert pd.isna(v2base["text_bytes"]) and pd.isna(v2base["fts_sched_text"])
+
+
+def test_across_runs_compares_the_icount_means_of_variants_measured_twice() -> None:
+    old = make("20261122T0100Z-a", {
+        "gcc-v2base-icount": variant("v2-thread-baseline", accel="icount", build="gcc-v2base"),
+        "gcc-v2base": variant("v2-thread-baseline", build="gcc-v2base"),
+    }, probe_rows("gcc-v2base-icount", [200, 202]) + probe_rows("gcc-v2base", [900, 950]))
+    new = make("20261122T0200Z-b", {
+        "gcc-v2base-icount": variant("v2-thread-baseline", accel="icount", build="gcc-v2base"),
+        "gcc-v2base": variant("v2-thread-baseline", build="gcc-v2base"),
+        "gcc-patched-icount": variant("patched", accel="icount", build="gcc-patched"),
+    }, probe_rows("gcc-v2base-icount", [203, 203]) + probe_rows("gcc-v2base", [1, 1])
+        + probe_rows("gcc-patched-icount", [180, 180]))
+    out = cs.across_runs([new, old]).set_index("variant")
+    # only icount variants, only those in both runs; oldest run first
+    assert list(out.index) == ["gcc-v2base-icount"]
+    row = out.loc["gcc-v2base-icount"]
+    assert (row["runs"], row["means"], row["spread"]) == (2, "201.00, 203.00", 2)
+    assert row["spread_pct"] == pytest.approx(100 * 2 / 202)

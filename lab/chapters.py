@@ -1,0 +1,254 @@
+"""Find the book's chapters: one directory each, ``chapters/<name>/``, found, never listed.
+
+A chapter directory holds everything of a chapter that is not a page, a notebook, a patch or
+data (the shape of LKP-tests' ``programs/<name>/``): ``chapter.yaml`` (title, place in the book,
+and the experiment: variants x workloads x repetitions), ``configs/`` (its config fragments),
+``guest/`` (workloads and the Makefile of its guest programs), ``parse.py`` (``PARSERS``: its
+output parsers), ``analysis.py`` (its analysis and ``judge``), and ``tests/``. Shared code asks
+this module for chapters and names none, so adding a chapter touches only its own files.
+
+``KERNEL_BOOK_CHAPTERS`` (colon-separated directories) adds further places to look, after
+``chapters/``: the pipeline tests keep their failure chapters there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jsonschema
+import yaml
+
+from lab import ROOT
+from lab.command import StageError
+
+CHAPTERS_DIR = ROOT / "chapters"
+SCHEMA_FILE = ROOT / "workflow" / "schemas" / "chapter.schema.yaml"
+SHARED_CONFIGS = ROOT / "configs"
+CITED_DIR = ROOT / "data" / "cited"
+
+Parser = Callable[[str, str], list[tuple[str, float]]]
+"""A parser takes a workload's output text and a label for errors, returns (metric, value)."""
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The chapter schema (``workflow/schemas/chapter.schema.yaml``)."""
+    return yaml.safe_load(SCHEMA_FILE.read_text())
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One chapter directory and its ``chapter.yaml``."""
+
+    name: str
+    dir: Path
+    meta: dict[str, Any] = field(compare=False)
+
+    @property
+    def file(self) -> Path:
+        """``chapter.yaml``: the chapter's definition."""
+        return self.dir / "chapter.yaml"
+
+    @property
+    def title(self) -> str:
+        """The chapter's title as the book and the scorecard show it."""
+        return str(self.meta["title"])
+
+    @property
+    def label(self) -> str:
+        """The short name figures and the scorecard use (``label:``, else the title)."""
+        return str(self.meta.get("label", self.title))
+
+    @property
+    def order(self) -> int:
+        """Position in the book (chapters without one come last, by name)."""
+        return int(self.meta.get("order", 1000))
+
+    @property
+    def in_book(self) -> bool:
+        """False for the pipeline's own chapters (smoke), which have no page."""
+        return bool(self.meta.get("book", True))
+
+    @property
+    def has_experiment(self) -> bool:
+        """Whether ``chapter.yaml`` declares variants to build and boot."""
+        return bool(self.meta.get("variants"))
+
+    def path(self, rel: str) -> Path:
+        """A path named in ``chapter.yaml``: relative to the chapter directory, or to the
+        repository when it starts with ``/`` (a test chapter may use the smoke workload)."""
+        return (ROOT / rel.lstrip("/")) if rel.startswith("/") else (self.dir / rel)
+
+    def fragment(self, name: str) -> Path:
+        """A config fragment: ``<chapter>/configs/<name>.config``, else the shared
+        ``configs/<name>.config``; a name ending in ``.config`` is a path (:meth:`path`)."""
+        if name.endswith(".config"):
+            return self.path(name)
+        for where in (self.dir / "configs", SHARED_CONFIGS):
+            if (where / f"{name}.config").is_file():
+                return where / f"{name}.config"
+        return self.dir / "configs" / f"{name}.config"
+
+    @property
+    def series(self) -> Path:
+        """The chapter's quilt series directory (``patches/<chapter>`` unless it says)."""
+        return ROOT / self.meta.get("series", f"patches/{self.name}")
+
+    def module(self, stem: str) -> ModuleType | None:
+        """The chapter's ``<stem>.py`` (``parse``, ``analysis``) as a module, or None."""
+        return _module(self.dir, self.name, stem)
+
+    def parsers(self) -> dict[str, Parser]:
+        """Parser name -> function: the chapter's ``PARSERS`` over the shared ones."""
+        from lab.parse import PARSERS
+        mod = self.module("parse")
+        return {**PARSERS, **(getattr(mod, "PARSERS", {}) if mod else {})}
+
+    def judge(self) -> Callable[..., Any] | None:
+        """``analysis.judge(cited, runs)`` when the chapter compares its numbers, else None."""
+        mod = self.module("analysis")
+        return getattr(mod, "judge", None) if mod else None
+
+    def cited_ids(self) -> set[str]:
+        """The ids of ``data/cited/<chapter>.yaml`` (empty when the chapter cites nothing)."""
+        path = CITED_DIR / f"{self.name}.yaml"
+        if not path.is_file():
+            return set()
+        raw = yaml.safe_load(path.read_text()) or {}
+        return {str(e.get("id")) for e in raw.get("entries", []) if isinstance(e, dict)}
+
+
+@cache
+def _module(directory: Path, name: str, stem: str) -> ModuleType | None:
+    path = directory / f"{stem}.py"
+    if not path.is_file():
+        return None
+    qualified = f"kb_chapters.{name.replace('-', '_')}.{stem}"
+    spec = importlib.util.spec_from_file_location(qualified, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[qualified] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def search_path() -> list[Path]:
+    """Where chapters are looked for: ``chapters/``, then ``KERNEL_BOOK_CHAPTERS``."""
+    extra = [Path(p).resolve() for p in os.environ.get("KERNEL_BOOK_CHAPTERS", "").split(os.pathsep)
+             if p]
+    return [CHAPTERS_DIR, *extra]
+
+
+def _read(directory: Path) -> Chapter:
+    """Read and validate one chapter directory (schema and every file it names)."""
+    file = directory / "chapter.yaml"
+    try:
+        meta = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as exc:
+        raise StageError(f"{file}: not valid YAML: {exc}") from None
+    if not isinstance(meta, dict):
+        raise StageError(f"{file}: must be a mapping (title:, variants:, ...)")
+    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(meta),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"  {'.'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}"
+                 for e in errors[:8]]
+        raise StageError(f"{file}: does not match {SCHEMA_FILE.relative_to(ROOT)}:\n"
+                         + "\n".join(lines))
+    chapter = Chapter(directory.name, directory, meta)
+    check_references(chapter)
+    return chapter
+
+
+def check_references(ch: Chapter) -> None:
+    """Every file, parser and cited id ``chapter.yaml`` names exists; fail naming file and key.
+
+    Runs before any build or boot, so a typo costs seconds, not a 15-minute boot."""
+    m, where = ch.meta, ch.file
+    problems: list[str] = []
+    if not ch.has_experiment:
+        return
+    if not (ch.series / "series").is_file():
+        problems.append(f"series: {ch.series.relative_to(ROOT)}/series does not exist")
+    frags = list(m.get("fragments", []))
+    for name, v in m["variants"].items():
+        frags += [(f, f"variants.{name}.fragments") for f in (v or {}).get("fragments", [])]
+    for item in frags:
+        frag, key = item if isinstance(item, tuple) else (item, "fragments")
+        if not ch.fragment(frag).is_file():
+            problems.append(f"{key}: config fragment {frag!r} not found (looked in "
+                            f"{ch.dir.relative_to(ROOT) if ch.dir.is_relative_to(ROOT) else ch.dir}"
+                            "/configs/ and configs/)")
+    tools = m.get("tools")
+    if tools and not (ch.path(tools["dir"]) / "Makefile").is_file():
+        problems.append(f"tools.dir: {ch.path(tools['dir'])}/Makefile does not exist")
+    parsers = ch.parsers()
+    cited = ch.cited_ids()
+    for i, w in enumerate(m["workloads"]):
+        if not ch.path(w["script"]).is_file():
+            problems.append(f"workloads[{i}].script: {ch.path(w['script'])} does not exist")
+        parser = w.get("parser", "keyvalue")
+        if parser not in parsers:
+            problems.append(f"workloads[{i}].parser: unknown parser {parser!r}; this chapter "
+                            f"has {sorted(parsers)} (add it to {ch.dir.name}/parse.py PARSERS)")
+        for metric, ids in (w.get("cited") or {}).items():
+            for cid in ([ids] if isinstance(ids, str) else ids.values()):
+                if cid not in cited:
+                    problems.append(f"workloads[{i}].cited.{metric}: {cid!r} is not an id of "
+                                    f"data/cited/{ch.name}.yaml")
+    if problems:
+        raise StageError(f"{where}:\n  " + "\n  ".join(problems))
+
+
+def discover() -> dict[str, Chapter]:
+    """Every chapter on :func:`search_path`, validated, in book order (``order``, then name)."""
+    found: dict[str, Chapter] = {}
+    for base in search_path():
+        if not base.is_dir():
+            continue
+        for directory in sorted(p for p in base.iterdir() if p.is_dir()):
+            if not (directory / "chapter.yaml").is_file():
+                if any(directory.glob("*.py")) or (directory / "configs").is_dir():
+                    raise StageError(f"{directory}: a chapter directory needs chapter.yaml "
+                                     "(copy one from chapters/ and edit it)")
+                continue
+            if directory.name in found:
+                raise StageError(f"{directory}: chapter {directory.name!r} is also "
+                                 f"{found[directory.name].dir}")
+            found[directory.name] = _read(directory)
+    return dict(sorted(found.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+def get(name: str) -> Chapter:
+    """One chapter by name; the error lists the chapters that exist."""
+    every = discover()
+    if name not in every:
+        raise StageError(f"no chapter {name!r}: chapters are {', '.join(every)} "
+                         f"(directories with a chapter.yaml under {CHAPTERS_DIR})")
+    return every[name]
+
+
+def book() -> list[Chapter]:
+    """The chapters with a page in the book, in book order."""
+    return [c for c in discover().values() if c.in_book]
+
+
+def select(spec: str) -> list[Chapter]:
+    """``CHAPTER=a,b`` or ``CHAPTER=all`` (every book chapter that has an experiment)."""
+    if spec.strip() == "all":
+        return [c for c in book() if c.has_experiment]
+    chosen = [get(n.strip()) for n in spec.split(",") if n.strip()]
+    if not chosen:
+        raise StageError("CHAPTER= is empty; name a chapter, several (a,b) or all")
+    for c in chosen:
+        if not c.has_experiment:
+            raise StageError(f"{c.file}: chapter {c.name} has no experiment yet (no variants:)")
+    return chosen

@@ -1,0 +1,244 @@
+"""Chapters are directories that shared code finds: discovery, validation, the experiment.
+
+A mistake in a chapter.yaml must surface as a message naming the file and the key, before any
+build; a new chapter must need no change to any shared file (the last test builds one).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lab import ROOT, chapters, experiment
+from lab.command import StageError
+
+from .conftest import TEST_CHAPTERS
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch) -> Path:
+    """A chapter search directory of the test's own (after the repository's chapters/)."""
+    monkeypatch.setenv("KERNEL_BOOK_CHAPTERS", str(tmp_path / "chapters"))
+    (tmp_path / "chapters").mkdir()
+    return tmp_path / "chapters"
+
+
+def write_chapter(base: Path, name: str, text: str, **files: str) -> Path:
+    """A chapter directory with ``chapter.yaml`` and other files (relative path -> text)."""
+    d = base / name
+    d.mkdir(parents=True)
+    (d / "chapter.yaml").write_text(textwrap.dedent(text))
+    for rel, content in files.items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(content)
+    return d
+
+
+SMOKE_LIKE = """\
+    title: t
+    book: false
+    series: patches/smoke
+    fragments: [boot]
+    workloads:
+      - {name: getpid, script: /chapters/smoke/guest/getpid.sh, parser: keyvalue}
+    variants:
+      baseline: {tree: baseline}
+"""
+
+
+def test_book_chapters_are_found_in_order_and_validate() -> None:
+    found = chapters.discover()
+    book = [c.name for c in chapters.book()]
+    assert book == sorted(book, key=lambda n: found[n].order)
+    assert "smoke" in found and "smoke" not in book
+    for name in book:
+        assert (ROOT / "book" / f"{name}.md").is_file(), f"chapter {name} has no page"
+        assert (ROOT / "data" / "cited" / f"{name}.yaml").is_file(), name
+    assert [c.name for c in chapters.select("all")] == [
+        c.name for c in chapters.book() if c.has_experiment]
+
+
+def test_a_chapter_without_experiment_cannot_be_reproduced() -> None:
+    bare = next(c for c in chapters.book() if not c.has_experiment)
+    with pytest.raises(StageError, match=rf"chapter {bare.name} has no experiment yet"):
+        chapters.select(bare.name)
+
+
+def test_unknown_chapter_lists_the_chapters() -> None:
+    with pytest.raises(StageError, match=r"no chapter 'nope': chapters are .*smoke"):
+        chapters.select("nope")
+
+
+def test_smoke_experiment_and_make_overrides() -> None:
+    exp = experiment.load("smoke", accel="tcg", reps=1)
+    assert exp.reps == 1 and exp.kconfig_start == "tinyconfig"
+    assert exp.variants["patched"].accel == "tcg"
+    assert exp.variants["patched-icount"].accel == "icount"
+    assert exp.build_name("patched-icount") == "patched"
+    assert set(experiment.load("smoke", only=["patched"]).variants) == {"patched"}
+    with pytest.raises(StageError, match=r"has no variant\(s\) \['nope'\]"):
+        experiment.load("smoke", only=["nope"])
+    assert experiment.load("smoke", accel="tcg").key != experiment.load("smoke").key
+
+
+def test_variant_settings_extend_the_chapter(here: Path) -> None:
+    write_chapter(here, "x", """\
+        title: x
+        series: patches/smoke
+        fragments: [boot]
+        cmdline: quiet
+        machine: {cpus: 2, memory: 1G}
+        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh}]
+        variants:
+          iso: {fragments: [/chapters/smoke/configs/smoke.config], cmdline: isolcpus=1,
+                machine: {cpus: 4}}
+    """)
+    exp = experiment.load("x")
+    v = exp.variants["iso"]
+    assert exp.fragment_paths("iso") == [ROOT / "configs" / "boot.config",
+                                         ROOT / "chapters" / "smoke" / "configs" / "smoke.config"]
+    assert v.cmdline == "quiet isolcpus=1" and v.tree == "patched"
+    assert (v.machine.cpus, v.machine.memory) == (4, "1G")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda y: y + "repetitions: 3\n",
+     r"chapter.yaml: does not match workflow/schemas/chapter.schema.yaml:\n"
+     r"  \(top\): Additional properties are not allowed \('repetitions' was unexpected\)"),
+    (lambda y: y.replace("baseline: {tree: baseline}", "baseline: {tree: baseline, boots: 1}"),
+     r"variants.baseline: Additional properties are not allowed \('boots' was unexpected\)"),
+    (lambda y: y.replace("fragments: [boot]", "fragments: [bot]"),
+     r"chapter.yaml:\n  fragments: config fragment 'bot' not found"),
+    (lambda y: y.replace("parser: keyvalue", "parser: keyvalu"),
+     r"workloads\[0\].parser: unknown parser 'keyvalu'; this chapter has \['keyvalue'\]"),
+    (lambda y: y.replace("parser: keyvalue", "parser: keyvalue, cited: {marker: x-1}"),
+     r"workloads\[0\].cited.marker: 'x-1' is not an id of data/cited/bad.yaml"),
+    (lambda y: y.replace("/chapters/smoke/guest/getpid.sh", "guest/missing.sh"),
+     r"workloads\[0\].script: .*/bad/guest/missing.sh does not exist"),
+    (lambda y: y.replace("series: patches/smoke", "series: patches/nothing"),
+     r"series: patches/nothing/series does not exist"),
+    (lambda y: y.replace("fragments: [boot]", "fragments: [boot]\ntools: {dir: guest, "
+                         "programs: [p]}"),
+     r"tools.dir: .*/bad/guest/Makefile does not exist"),
+    (lambda y: "title: [not, a, string]\n",
+     r"title: \['not', 'a', 'string'\] is not of type 'string'"),
+])
+def test_mistakes_name_the_file_and_the_key(here: Path, edit, message) -> None:
+    write_chapter(here, "bad", edit(textwrap.dedent(SMOKE_LIKE)))
+    with pytest.raises(StageError, match=message):
+        chapters.get("bad")
+
+
+def test_a_chapter_directory_without_chapter_yaml_is_refused(here: Path) -> None:
+    (here / "half").mkdir()
+    (here / "half" / "parse.py").write_text("PARSERS = {}\n")
+    with pytest.raises(StageError, match=r"half: a chapter directory needs chapter.yaml"):
+        chapters.discover()
+
+
+def test_failure_chapters_validate() -> None:
+    os.environ["KERNEL_BOOK_CHAPTERS"] = str(TEST_CHAPTERS)
+    try:
+        names = {p.name for p in TEST_CHAPTERS.iterdir()}
+        assert names <= set(chapters.discover())
+    finally:
+        del os.environ["KERNEL_BOOK_CHAPTERS"]
+
+
+TOY_ANALYSIS = '''\
+"""The toy chapter's judge: its one cited number against the mean of ours."""
+
+import pandas as pd
+
+from lab import runs
+
+
+def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
+    """One row: the mean marker of the newest run, judged against the cited value."""
+    run = chapter_runs[-1]
+    ours = runs.metric_values(run, "baseline", "getpid", "marker").mean()
+    return pd.DataFrame([{"id": "toy-marker", "ours": f"{ours:g}",
+                          "verdict": "toy verdict", "reason": "toy judge ran",
+                          "run_id": run.run_id, "environment": "toy"}])
+'''
+
+TOY_CITED = """\
+chapter: toy
+sources:
+  - {id: mail, file: 000_x.txt, message_id: "<x@y>", url: "https://example.org/x",
+     author: A, date: "2026-01-01", subject: "s"}
+entries:
+  - {id: toy-marker, table: t, row: r, column: c, variant: single, quantity: marker,
+     unit: count, condition: {run: toy}, value: "1", source: mail, quote: "marker 1"}
+"""
+
+
+def test_a_new_chapter_touches_only_its_own_files(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    for rel in listed:
+        if (ROOT / rel).is_file() and not rel.startswith("data/runs/"):
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, tree / rel)
+    shared = {rel: (tree / rel).read_bytes() for rel in listed if (tree / rel).is_file()}
+    write_chapter(tree / "chapters", "toy", """\
+        title: a throw-away chapter
+        order: 99
+        book: false
+        fragments: [boot, /chapters/smoke/configs/smoke.config]
+        kconfig_start: tinyconfig
+        tools: {dir: /chapters/smoke/guest, programs: [getpid]}
+        workloads:
+          - name: getpid
+            script: /chapters/smoke/guest/getpid.sh
+            parser: toy
+            cited: {marker: toy-marker}
+        reps: 1
+        variants:
+          baseline: {tree: baseline}
+    """, **{"parse.py": "from lab.parse import keyvalue\n\nPARSERS = {'toy': keyvalue.parse}\n",
+            "analysis.py": TOY_ANALYSIS})
+    (tree / "patches" / "toy").mkdir(parents=True)
+    (tree / "patches" / "toy" / "series").write_text("")
+    (tree / "data" / "cited" / "toy.yaml").write_text(TOY_CITED)
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("KERNEL_BOOK_CHAPTERS", None)
+
+    def py(*argv: str) -> str:
+        proc = subprocess.run([sys.executable, *argv], cwd=tree, env=env, text=True,
+                              capture_output=True, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    # discovered and validated
+    assert "toy: 1 variants, 1 builds, 1 boots" in py("-m", "lab.pipeline", "check")
+    # in the DAG, beside another chapter
+    dag = py("-m", "snakemake", "-s", "workflow/Snakefile", "--directory",
+             str(tmp_path / "work"), "-n", "--config",
+             "chapters=toy,smoke", f"python={sys.executable}")
+    assert "published/toy/" in dag and "published/smoke/" in dag, dag
+    # scored: a run of the toy chapter, published and judged by its own analysis.py
+    script = textwrap.dedent("""\
+        from pathlib import Path
+        from lab import cited, collect, judges, runs, scorecard
+        rec = {"variant": "baseline", "rep": 1, "accel": "tcg",
+               "rows": {"getpid": [("marker", 1.0)]}, "dir": "unused"}
+        collect.publish("toy", "20260101T000000Z-tcg", lambda tmp: collect.write_run(
+            tmp, {"results.csv": collect.results_csv(
+                "toy", [rec], {("getpid", "marker"): "toy-marker"})},
+            {"chapter": "toy", "variants": {"baseline": {}}}))
+        frame = cited.to_frame(cited.load_all())
+        card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame))
+        row = card.set_index("id").loc["toy-marker"]
+        print(row["ours"], "|", row["verdict"], "|", row["reason"])
+    """)
+    assert py("-c", script).strip() == "1 | toy verdict | toy judge ran"
+    changed = [rel for rel, data in shared.items() if (tree / rel).read_bytes() != data]
+    assert changed == [], f"adding a chapter changed shared files: {changed}"

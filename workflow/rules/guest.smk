@@ -1,0 +1,103 @@
+# The guest side: each built variant's programs (tools), the accelerator decision, one boot per
+# variant and repetition (raw output only), and the parse of that raw output into rows. The
+# parse rule has the parsers' code as input, so a parser fix re-parses without a new boot.
+
+
+def tool_sources(wc):
+    """Every file of the chapter's tools directory (the Makefile and what it builds from)."""
+    exp = exp_of(wc)
+    tools = exp.raw.get("tools")
+    if not tools:
+        return []
+    return sorted(str(p) for p in exp.chapter.path(tools["dir"]).rglob("*") if p.is_file())
+
+
+def workload_scripts(wc):
+    exp = exp_of(wc)
+    return [str(exp.chapter.path(w["script"])) for w in exp.workloads]
+
+
+def parser_code(wc):
+    """The code every parser of the chapter comes from: the shared parsers and its parse.py."""
+    own = exp_of(wc).chapter.dir / "parse.py"
+    shared = sorted(str(p) for p in (REPO / "lab" / "parse").glob("*.py"))
+    return shared + ([str(own)] if own.is_file() else [])
+
+
+rule tools:
+    input:
+        root="toolchain/root.json",
+        base="source/base.json",
+        series=variant_series,
+        build="build/{chapter}/{variant}/build.json",
+        sources=tool_sources,
+    output:
+        "tools/{chapter}/{variant}/tools.json",
+    params:
+        common=common,
+        tools=lambda wc: exp_of(wc).raw.get("tools") or {},
+    log:
+        "logs/{chapter}/tools-{variant}.log",
+    benchmark:
+        "benchmarks/{chapter}/tools-{variant}.tsv"
+    resources:
+        machine=1,
+    shell:
+        "{LAB} tools {params.common} --root {input.root} --base {input.base} "
+        "--series {input.series} --build {input.build} --variant {wildcards.variant} "
+        "--out {output} --log {log}"
+
+
+rule accel:
+    input:
+        root="toolchain/root.json",
+        # The probe boots one of the chapter's kernels; a build-only selection never asks.
+        build=lambda wc: ([f"build/{wc.chapter}/{exp_of(wc).build_name(exp_of(wc).booted[0])}"
+                           "/build.json"] if exp_of(wc).booted else []),
+    output:
+        temp("accel/{chapter}/{key}.json"),
+    params:
+        common=common,
+    resources:
+        machine=1,
+    shell:
+        "{LAB} accel {params.common} --root {input.root} --build {input.build} --out {output}"
+
+
+rule boot:
+    input:
+        root="toolchain/root.json",
+        build=build_of,
+        tools=lambda wc: f"tools/{wc.chapter}/{exp_of(wc).build_name(wc.variant)}/tools.json",
+        accel="accel/{chapter}/{key}.json",
+        scripts=workload_scripts,
+        init=str(REPO / "lab" / "guest-init.sh"),
+    output:
+        temp(directory("boot/{chapter}/{key}/{variant}/rep{rep}")),
+    params:
+        common=common,
+        variant=lambda wc: repr(exp_of(wc).variants[wc.variant]),
+        workloads=lambda wc: repr([(w["name"], w["script"]) for w in exp_of(wc).workloads]),
+        timeouts=lambda wc: (exp_of(wc).boot_timeout, exp_of(wc).workload_timeout),
+    benchmark:
+        "benchmarks/{chapter}/{key}/boot-{variant}-rep{rep}.tsv"
+    threads: workflow.cores
+    resources:
+        machine=1,
+    shell:
+        "{LAB} boot {params.common} --root {input.root} --build {input.build} "
+        "--tools {input.tools} --accel-json {input.accel} --variant {wildcards.variant} "
+        "--rep {wildcards.rep} --out {output}"
+
+
+rule parse:
+    input:
+        boot="boot/{chapter}/{key}/{variant}/rep{rep}",
+        code=parser_code,
+    output:
+        temp("parsed/{chapter}/{key}/{variant}/rep{rep}.json"),
+    params:
+        common=common,
+        parsers=lambda wc: [w.get("parser", "keyvalue") for w in exp_of(wc).workloads],
+    shell:
+        "{LAB} parse {params.common} --boot {input.boot} --out {output}"

@@ -1,0 +1,142 @@
+# The kernel side: toolchain root, base source, series trees, configurations, builds, and the
+# inspection of each built vmlinux. All of it is cached in the work directory and reused by
+# every later run whose inputs and params are unchanged.
+import os
+
+from lab import source, toolchain
+
+
+def exp_of(wc):
+    return EXPS[wc.chapter]
+
+
+def variant_series(wc):
+    return f"series/{wc.chapter}/{exp_of(wc).all_variants[wc.variant].tree}.json"
+
+
+def build_of(wc):
+    return f"build/{wc.chapter}/{exp_of(wc).build_name(wc.variant)}/build.json"
+
+
+def fragments_of(wc):
+    return [str(p) for p in exp_of(wc).fragment_paths(wc.variant)]
+
+
+def series_files(wc):
+    ser = SERIES[wc.chapter]
+    meta = ser.directory / "meta.yaml"
+    return [str(p) for p in ser.files] + [str(ser.directory / "series")] + (
+        [str(meta)] if meta.is_file() else [])
+
+
+rule root:
+    output:
+        "toolchain/root.json",
+    params:
+        key=toolchain.root_key(),
+    log:
+        "logs/root.log",
+    benchmark:
+        "benchmarks/root.tsv"
+    resources:
+        machine=1,
+    shell:
+        "{LAB} root --out {output} --log {log}"
+
+
+rule source:
+    output:
+        "source/base.json",
+    params:
+        pin=source.pin()["sha256"],
+        src=os.environ.get("KERNEL_SRC", ""),
+        tarball=os.environ.get("KERNEL_TARBALL", ""),
+    log:
+        "logs/source.log",
+    benchmark:
+        "benchmarks/source.tsv"
+    shell:
+        "{LAB} source --out {output} --log {log}"
+
+
+rule series:
+    input:
+        base="source/base.json",
+        patches=series_files,
+    output:
+        "series/{chapter}/{tree}.json",
+    params:
+        common=common,
+        sha=lambda wc: SERIES[wc.chapter].sha256,
+    resources:
+        machine=1,
+    shell:
+        "{LAB} series {params.common} --base {input.base} --tree {wildcards.tree} "
+        "--out {output}"
+
+
+rule config:
+    input:
+        base="source/base.json",
+        root="toolchain/root.json",
+        series=variant_series,
+        fragments=fragments_of,
+    output:
+        "config/{chapter}/{variant}.config",
+    params:
+        common=common,
+        start=lambda wc: exp_of(wc).kconfig_start,
+        fragments=lambda wc: list(exp_of(wc).all_variants[wc.variant].fragments),
+        compiler=lambda wc: exp_of(wc).all_variants[wc.variant].compiler,
+    log:
+        "logs/{chapter}/config-{variant}.log",
+    resources:
+        machine=1,
+    shell:
+        "{LAB} config {params.common} --base {input.base} --root {input.root} "
+        "--series {input.series} --variant {wildcards.variant} --out {output} --log {log}"
+
+
+rule build:
+    input:
+        base="source/base.json",
+        root="toolchain/root.json",
+        series=variant_series,
+        config="config/{chapter}/{variant}.config",
+        # also here: a fragment fixed after a failed config must rebuild, not reuse the
+        # last good image (Snakemake does not rerun a job for a missing intermediate file)
+        fragments=fragments_of,
+    output:
+        stamp="build/{chapter}/{variant}/build.json",
+        image="build/{chapter}/{variant}/bzImage",
+    params:
+        common=common,
+        compiler=lambda wc: exp_of(wc).all_variants[wc.variant].compiler,
+    log:
+        "logs/{chapter}/build-{variant}.log",
+    benchmark:
+        "benchmarks/{chapter}/build-{variant}.tsv"
+    threads: workflow.cores
+    resources:
+        machine=1,
+    shell:
+        "{LAB} build {params.common} --base {input.base} --root {input.root} "
+        "--series {input.series} --config {input.config} --variant {wildcards.variant} "
+        "--out {output.stamp} --log {log}"
+
+
+rule inspect:
+    input:
+        root="toolchain/root.json",
+        build=build_of,
+        code=str(REPO / "lab" / "inspect.py"),
+    output:
+        "inspect/{chapter}/{variant}.json",
+    params:
+        common=common,
+        callers=lambda wc: (exp_of(wc).raw.get("inspect") or {}).get("callers", []),
+    resources:
+        machine=1,
+    shell:
+        "{LAB} inspect {params.common} --root {input.root} --build {input.build} "
+        "--variant {wildcards.variant} --out {output}"

@@ -1,0 +1,32 @@
+# Publish: one run directory data/runs/<chapter>/<run-id>/ from everything the run made. The
+# run id is given here, when the run is complete; the directory is written aside and renamed
+# into place, so an interrupted publish leaves nothing.
+
+
+def booted(wc):
+    exp = exp_of(wc)
+    return [(v, r) for v in exp.booted for r in range(1, exp.reps + 1)]
+
+
+rule publish:
+    input:
+        root="toolchain/root.json",
+        base="source/base.json",
+        series=lambda wc: [f"series/{wc.chapter}/{t}.json" for t in exp_of(wc).trees],
+        builds=lambda wc: [f"build/{wc.chapter}/{b}/build.json" for b in exp_of(wc).builds],
+        build_times=lambda wc: [f"benchmarks/{wc.chapter}/build-{b}.tsv"
+                                for b in exp_of(wc).builds],
+        tools=lambda wc: [f"tools/{wc.chapter}/{b}/tools.json" for b in exp_of(wc).builds],
+        inspected=lambda wc: [f"inspect/{wc.chapter}/{v}.json" for v in exp_of(wc).variants],
+        boots=lambda wc: [f"boot/{wc.chapter}/{wc.key}/{v}/rep{r}" for v, r in booted(wc)],
+        parsed=lambda wc: [f"parsed/{wc.chapter}/{wc.key}/{v}/rep{r}.json"
+                           for v, r in booted(wc)],
+    output:
+        temp("published/{chapter}/{key}.json"),
+    params:
+        common=common,
+    shell:
+        "{LAB} publish {params.common} --root {input.root} --base {input.base} "
+        "--series {input.series} --builds {input.builds} --build-times {input.build_times} "
+        "--tools {input.tools} --inspected {input.inspected} --parsed {input.parsed} "
+        "--out {output}"
