@@ -1,7 +1,7 @@
 """The scorecard: every cited number beside our value, the environment, a verdict and its reason.
 
-A cited entry with no committed measurement is "not yet reproduced". A measured entry is
-"measured, not yet judged" unless its chapter has a judge (:data:`lab.judges.JUDGES`): a
+A cited entry with no committed measurement is "not yet measured". A measured entry is
+"measured, not yet judged" unless its chapter has a judge (:func:`lab.judges.judges`): a
 function that decides, from the committed runs alone, which of our values stands for each cited
 entry and what agreement means for it. The chapter's notebook and the scorecard's notebook call
 the same judge, so the verdict a chapter explains is the verdict the scorecard lists, and
@@ -9,11 +9,18 @@ neither is typed by hand. This module holds what judges share.
 
 The rule a judge applies (see :func:`compare` and :func:`verdict_rows`):
 
-* a cited *change* (or the change a cited before/after pair implies) is judged from the
-  bootstrap interval of our change by :func:`lab.stats.judge_change`;
+* a cited *change* is judged from the interval of our change by
+  :func:`lab.verdicts.judge_change`;
+* a cited before/after pair without a written change gets a *derived* row: the change the pair
+  implies, judged the same way, with its own id (the baseline entry's id ending in ``-change``);
 * a cited *absolute* value (items/s, ns) of the author's machine is never comparable with a
-  value from another machine, let alone an emulator: it is "not reproducible here", and its
-  reason says how the relative change it belongs to fared.
+  value from another machine, let alone an emulator: "absolute value not comparable", and its
+  reason says how the change it belongs to fared;
+* a judge may add *mechanism* rows: a clock-free count that stands for a cited change, with
+  its own verdict, beside it.
+
+Rows that are not cited entries carry their own ``chapter``, ``table``, ``row``, ``column`` and
+``cited`` (:data:`DERIVED_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -22,10 +29,17 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from lab import runs, stats
+from lab import runs, stats, verdicts
 
-NOT_YET = "not yet reproduced"
+NOT_YET = verdicts.NOT_YET
 NOT_YET_REASON = "no committed run measures it yet"
+
+DERIVED_COLUMNS = [*runs.MEASURED_COLUMNS, "chapter", "table", "row", "column", "cited"]
+"""A judge's rows: :data:`lab.runs.MEASURED_COLUMNS`, and for a derived or mechanism row (whose
+id is not a cited one) where it stands and what cited value it is judged against."""
+
+DERIVED_COLUMN = "change (derived from the pair)"
+"""The ``column`` label of a derived change row."""
 
 ROLES = ("baseline", "patched")
 """The two cited variants a comparison needs; the change is patched against baseline."""
@@ -37,7 +51,7 @@ class Measure:
 
     ``metrics`` of ``workload`` are read for each role's run variant (``variants``: cited
     variant -> variant name in the runs). Several metrics are averaged per boot, so a boot stays
-    the unit the bootstrap resamples. With ``exclude_zeros`` a value of exactly 0 is left out
+    the unit of the interval. With ``exclude_zeros`` a value of exactly 0 is left out
     (and counted): the right choice for a duration that a stopped clock reports as 0.
     """
 
@@ -127,9 +141,10 @@ def compare(cited: pd.DataFrame, chosen: dict[str, runs.Run],
             change: stats.Change | None = stats.percent_change(values["baseline"],
                                                                values["patched"])
         except ValueError as exc:  # includes NotEnoughRepetitions
-            change, verdict = None, stats.Verdict(runs.UNJUDGED, str(exc).split(". Fix:")[0])
+            change, verdict = None, verdicts.Verdict(runs.UNJUDGED,
+                                                     str(exc).split(". Fix:")[0])
         else:
-            verdict = stats.judge_change(change, cited_percent, limits)
+            verdict = verdicts.judge_change(change, cited_percent, limits)
         rows.append({
             "table": key[0], "row": key[1], "unit": str(entries["unit"].iloc[0]),
             "workload": measure.workload, "metrics": ", ".join(measure.metrics),
@@ -154,55 +169,113 @@ def compare(cited: pd.DataFrame, chosen: dict[str, runs.Run],
 
 def _absolute_reason(row: pd.Series) -> str:
     which = "the cited change" if row["cited_change_written"] else (
-        f"the change the cited pair implies ({row['cited_change'].split(' (')[0]})")
+        f"the change the cited pair implies ({row['cited_change'].split(' (')[0]}, its own row)")
     judged = (f"{row['verdict']} ({row['ours_change']})" if row["change"] is not None
               else row["verdict"])
     return (f"an absolute {row['unit']} of the author's machine is not comparable with one "
             f"measured under {row['limits']}; {which} is judged instead: {judged}")
 
 
-def verdict_rows(comparison: pd.DataFrame, cited: pd.DataFrame) -> pd.DataFrame:
-    """The scorecard's rows (:data:`lab.runs.MEASURED_COLUMNS`) of every entry a comparison covers.
+def derived_id(baseline_id: str) -> str:
+    """The id of the change row a cited pair implies: the baseline entry's id, ``-change``."""
+    return baseline_id.removesuffix("-baseline") + "-change"
 
-    The change entry takes the comparison's verdict. The before and after entries are absolute
-    values of the author's machine: not reproducible here, with the change's verdict as reason.
+
+def verdict_rows(comparison: pd.DataFrame, cited: pd.DataFrame) -> pd.DataFrame:
+    """The scorecard's rows (:data:`DERIVED_COLUMNS`) of every entry a comparison covers.
+
+    The change entry takes the comparison's verdict; a pair without one gets a derived change
+    row that does. The before and after entries are absolute values of the author's machine:
+    not comparable, with the change's verdict as reason.
     """
     rows = []
     for _, row in comparison.iterrows():
         entries = cited[(cited["table"] == row["table"]) & (cited["row"] == row["row"])]
+        both = " + ".join(dict.fromkeys(row[f"run_{r}"] for r in ROLES))
         for entry in entries.itertuples():
             if entry.variant in ROLES:
                 zeros = row[f"zeros_{entry.variant}"]
                 ours = row[f"ours_{entry.variant}"] + (
                     f"; {zeros} value(s) of 0 excluded" if zeros else "")
-                verdict = stats.Verdict(stats.NOT_REPRODUCIBLE, _absolute_reason(row))
+                verdict = verdicts.not_comparable(_absolute_reason(row))
                 run_id = row[f"run_{entry.variant}"]
             else:
                 ours = row["ours_change"]
-                verdict = stats.Verdict(row["verdict"], row["reason"])
-                run_id = " + ".join(dict.fromkeys(row[f"run_{r}"] for r in ROLES))
+                verdict = verdicts.Verdict(row["verdict"], row["reason"])
+                run_id = both
             rows.append({"id": entry.id, "ours": ours, "verdict": verdict.verdict,
                          "reason": verdict.reason, "run_id": run_id,
                          "environment": row["environment"]})
-    return pd.DataFrame(rows, columns=runs.MEASURED_COLUMNS)
+        if not row["cited_change_written"]:
+            baseline = entries[entries["variant"] == "baseline"].iloc[0]
+            rows.append({"id": derived_id(baseline["id"]), "ours": row["ours_change"],
+                         "verdict": row["verdict"], "reason": row["reason"], "run_id": both,
+                         "environment": row["environment"], "chapter": baseline["chapter"],
+                         "table": row["table"], "row": row["row"], "column": DERIVED_COLUMN,
+                         "cited": row["cited_change"]})
+    return pd.DataFrame(rows, columns=DERIVED_COLUMNS)
+
+
+CARD_COLUMNS = ["chapter", "id", "table", "row", "column", "cited", "ours", "environment",
+                "verdict", "reason"]
+
+
+def _derived_rows(cited: pd.DataFrame, judged_rows: pd.DataFrame) -> pd.DataFrame:
+    """Judged rows that are not cited entries, each with the position it takes in the card:
+    just after the last cited entry of its (chapter, table, row), else at its chapter's end."""
+    derived = judged_rows[~judged_rows["id"].isin(cited["id"])].copy()
+    if derived.empty:
+        return derived.assign(position=pd.Series(dtype=float))
+    missing = derived[["chapter", "table", "row", "column", "cited"]].isna().any(axis=1)
+    if missing.any():
+        raise ValueError(f"judged rows {derived.loc[missing, 'id'].tolist()} are not cited "
+                         "entries and do not say where they stand. Fix: give them chapter, "
+                         "table, row, column and cited (lab.scorecard.DERIVED_COLUMNS)")
+    positions = []
+    for step, row in enumerate(derived.itertuples(), 1):
+        same = cited.index[(cited["chapter"] == row.chapter) & (cited["table"] == row.table)
+                           & (cited["row"] == row.row)]
+        if not len(same):
+            same = cited.index[cited["chapter"] == row.chapter]
+        positions.append((same.max() if len(same) else len(cited)) + step / (len(derived) + 1))
+    return derived.assign(position=positions)
 
 
 def build(cited: pd.DataFrame, measured: pd.DataFrame,
           judged_rows: pd.DataFrame | None = None) -> pd.DataFrame:
     """Join cited entries (``lab.cited.to_frame``) with measured ones (``lab.runs``).
 
-    ``judged_rows`` (from :func:`lab.judges.judged`) replace the measured rows of the same ids.
+    ``judged_rows`` (from :func:`lab.judges.judged`) replace the measured rows of the same ids;
+    their derived and mechanism rows are placed beside the cited entries they stand for.
     """
+    cited = cited.reset_index(drop=True)
+    derived = pd.DataFrame(columns=[*CARD_COLUMNS, "position"])
     if judged_rows is not None and not judged_rows.empty:
-        kept = measured[~measured["id"].isin(judged_rows["id"])]
-        measured = pd.concat([kept, judged_rows], ignore_index=True) if len(kept) else judged_rows
-    card = cited.merge(measured, on="id", how="left")
+        judged_rows = judged_rows.reindex(columns=DERIVED_COLUMNS)
+        derived = _derived_rows(cited, judged_rows)
+        own = judged_rows[judged_rows["id"].isin(cited["id"])][runs.MEASURED_COLUMNS]
+        kept = measured[~measured["id"].isin(own["id"])]
+        measured = pd.concat([kept, own], ignore_index=True) if len(kept) else own
+    card = cited.merge(measured, on="id", how="left").assign(position=cited.index.astype(float))
     card["ours"] = card["ours"].fillna("—").astype(str)
     card["environment"] = card["environment"].fillna("—").astype(str)
     card["verdict"] = card["verdict"].fillna(NOT_YET).astype(str)
     card["reason"] = card["reason"].fillna(NOT_YET_REASON).astype(str)
-    return card[["chapter", "id", "table", "row", "column", "cited", "ours",
-                 "environment", "verdict", "reason"]].rename(columns={"table": "measurement"})
+    card = card[[*CARD_COLUMNS, "position"]]
+    if len(derived):
+        card = pd.concat([card, derived[[*CARD_COLUMNS, "position"]]], ignore_index=True)
+    card = card.sort_values("position", kind="stable").drop(columns="position")
+    return card.reset_index(drop=True).rename(columns={"table": "measurement"})
+
+
+def counts(card: pd.DataFrame, cited: pd.DataFrame) -> dict[str, int]:
+    """What the scorecard page states about a card: cited numbers, how many of them are
+    measured and judged, and how many derived and mechanism rows stand beside them."""
+    own = card["id"].isin(cited["id"])
+    return {"cited": int(own.sum()), "measured": int((own & (card["ours"] != "—")).sum()),
+            "judged": int((own & card["verdict"].isin(verdicts.JUDGED)).sum()),
+            "derived": int((~own).sum()),
+            "derived-judged": int((~own & card["verdict"].isin(verdicts.JUDGED)).sum())}
 
 
 def chapter_view(card: pd.DataFrame, chapter: str) -> pd.DataFrame:

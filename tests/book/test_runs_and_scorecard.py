@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lab import cited, judges, runs, scorecard, stats
+from lab import cited, judges, runs, scorecard, verdicts
 
 ENV = ("TCG on AMD EPYC (2 host cores), QEMU 7.2.22, gcc, "
        "Linux 7.2.13 (debian-linux-source:7.2.13-1), config 833ba6bd4e67")
@@ -21,7 +21,7 @@ def make_run(base: Path, chapter: str = "workqueue", run_id: str = "20261122T000
     (run / "results.csv").write_text(
         "variant,rep,metric,value,cited_id,verdict\n"
         "baseline,1,throughput,100,workqueue-tput-cache-baseline,\n"
-        "baseline,2,throughput,130,workqueue-tput-cache-baseline,direction only\n"
+        "baseline,2,throughput,130,workqueue-tput-cache-baseline,direction confirmed\n"
         "patched,1,throughput,110,,\n")
     files = {"results.csv": hashlib.sha256((run / "results.csv").read_bytes()).hexdigest()}
     manifest = {
@@ -42,7 +42,7 @@ def test_a_complete_run_loads(tmp_path: Path) -> None:
     measured = runs.measured_for_cited(tmp_path)
     assert measured.to_dict("records") == [{
         "id": "workqueue-tput-cache-baseline", "ours": "mean 115 (n=2, 100 to 130)",
-        "verdict": "direction only", "reason": runs.RECORDED_REASON,
+        "verdict": "direction confirmed", "reason": runs.RECORDED_REASON,
         "run_id": "20261122T0000Z-x", "environment": ENV}]
 
 
@@ -84,7 +84,7 @@ def test_scorecard_lists_every_cited_entry(tmp_path: Path) -> None:
     card = scorecard.build(frame, runs.measured_for_cited(tmp_path))
     assert len(card) == len(frame)
     row = card.set_index("id").loc["workqueue-tput-cache-baseline"]
-    assert (row["ours"], row["verdict"]) == ("mean 115 (n=2, 100 to 130)", "direction only")
+    assert (row["ours"], row["verdict"]) == ("mean 115 (n=2, 100 to 130)", "direction confirmed")
     others = card[card["id"] != "workqueue-tput-cache-baseline"]
     assert set(others["verdict"]) == {scorecard.NOT_YET}
     assert set(others["reason"]) == {scorecard.NOT_YET_REASON}
@@ -139,12 +139,12 @@ def test_a_judged_chapter_gives_its_cited_entries_verdicts(tmp_path: Path) -> No
     card = scorecard.build(frame, runs.measured_for_cited(tmp_path),
                            judges.judged(frame, tmp_path)).set_index("id")
     gain = card.loc["workqueue-tput-cache-gain"]
-    assert gain["verdict"] == "reproduced"
+    assert gain["verdict"] == verdicts.REPRODUCED
     assert gain["ours"].startswith("+9.0 % (95 % CI +")
     assert "contains the cited +8.9 %" in gain["reason"]
     for role in ("baseline", "patched"):
         row = card.loc[f"workqueue-tput-cache-{role}"]
-        assert row["verdict"] == "not reproducible here"
+        assert row["verdict"] == verdicts.NOT_COMPARABLE
         assert "the cited change is judged instead: reproduced" in row["reason"]
     assert card.loc["workqueue-tput-cache-baseline", "ours"] == "mean 100 (n=3, 99 to 101)"
     # Scopes the run did not measure keep their verdict.
@@ -166,11 +166,18 @@ def test_every_cited_workqueue_number_is_judged_from_the_committed_runs() -> Non
     frame = cited.to_frame(cited.load_all())
     card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame))
     ours = card[card["chapter"] == "workqueue"]
-    assert len(ours) == len(frame[frame["chapter"] == "workqueue"]) == 22
-    assert set(ours["verdict"]) <= set(stats.VERDICTS)
+    cited_rows = ours[ours["id"].isin(frame["id"])]
+    assert len(cited_rows) == len(frame[frame["chapter"] == "workqueue"]) == 22
+    assert set(ours["verdict"]) <= set(verdicts.JUDGED)
     assert ours["reason"].str.len().min() > 20
     assert (ours["ours"] != "—").all()
-    others = card[~card["chapter"].isin(judges.JUDGES)]
+    # every cited pair without a written change has a derived change row beside it
+    assert {"workqueue-enqueue-lat-p50-change", "workqueue-enqueue-lat-p99-change"} <= set(
+        ours["id"])
+    # and the clock-free mechanism rows stand beside the throughput of their scope
+    mechanism = ours[ours["column"].str.startswith("mechanism")]
+    assert len(mechanism) == 4 and (mechanism["measurement"] == "throughput-by-scope").all()
+    others = card[~card["chapter"].isin(judges.judges())]
     assert set(others["verdict"]) <= {runs.UNJUDGED, scorecard.NOT_YET}
 
 
@@ -179,14 +186,21 @@ def test_context_switch_entries_are_judged_where_a_run_measures_them() -> None:
     card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame))
     ours = card[card["chapter"] == "context-switch"].set_index("id")
     measured = ours[ours["verdict"] != scorecard.NOT_YET]
-    assert set(measured["verdict"]) <= set(stats.VERDICTS)
-    # the committed run has the gcc cells (cover letter and patch 4/4 tables): 8 entries
-    assert len([i for i in measured.index if "rdtsc" in i and "-gcc-" in i]) == 8
-    rdtsc = measured[measured.index.str.contains("rdtsc")]
+    assert set(measured["verdict"]) <= set(verdicts.JUDGED)
+    entries = measured[measured.index.isin(frame["id"])]
+    # both compilers' cells (cover letter and patch 4/4 tables): 16 readings, 4 sizes
+    assert len([i for i in entries.index if "rdtsc" in i]) == 16
+    assert (entries["verdict"] == verdicts.NOT_COMPARABLE).all()
+    rdtsc = entries[entries.index.str.contains("rdtsc")]
     assert rdtsc["ours"].str.contains("icount").all()
-    sizes = measured[measured.index.str.contains("bzimage")]
-    assert len(rdtsc) + len(sizes) == len(measured)
+    sizes = entries[entries.index.str.contains("bzimage")]
+    assert len(rdtsc) + len(sizes) == len(entries)
     assert sizes["ours"].str.fullmatch(r"[\d,]+ bytes").all()
+    # each cited pair has its derived change row; the cover letter's cells their icount rows
+    derived = measured[~measured.index.isin(frame["id"])]
+    assert len(derived[derived.index.str.endswith("-change")]) == 8 + 2
+    icount = derived[derived.index.str.endswith("-icount")]
+    assert len(icount) == 4 and icount["ours"].str.startswith("instructions").all()
 
 
 @pytest.mark.parametrize(("variants", "accelerator"), [

@@ -1,0 +1,156 @@
+"""Every sentence of book/ that states a direction or a size is computed or asserted.
+
+A sentence with a direction word ("falls", "rises", "no change", "does not follow", "tens of
+percent", ...) must either paste a phrase the notebook computes (a ``{glue:text}`` role in the
+same sentence), or be listed in :data:`TYPED` with what backs it:
+
+* ``("asserted", "<notebook>", "<claim key>")``: the notebook calls
+  ``notebook.claim("<claim key>", ...)``, which fails the build when the data disagree;
+* ``("not ours", "<why>")``: the sentence states no result of ours (the author's claim, what the
+  code does, the series' history, an expectation stated before the data).
+
+The test fails on a typed directional sentence that is not listed, on a listed sentence that no
+longer exists, and on an asserted claim that its notebook does not make.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from lab import ROOT
+
+WORDS = re.compile(
+    r"\b(falls?|falling|fell|rises?|rising|rose|drops?|grows?|grew|growing|shrinks?|shrank|"
+    r"shrinking|no change|unchanged|does not follow|follows it|tens of percent|"
+    r"hundreds of percent|hundreds of times|few percent|byte-for-byte|stays? flat|wider|"
+    r"narrower)\b",
+    re.IGNORECASE)
+"""Words and phrases that state a direction or a size of a measured quantity."""
+
+GLUE = "{glue:text}`"
+
+AUTHOR = "the author's or a reviewer's statement, not a result of ours"
+CODE = "what the code or the toolchain does, not a measurement"
+HISTORY = "the series' history"
+RULE = "states the verdict rule, not a result"
+
+TYPED: dict[tuple[str, str], tuple[str, ...]] = {
+    ("context-switch.md", "Gleixner's review of 1/3 asked to drop"): ("not ours", HISTORY),
+    ("context-switch.md", "On the AMD machine the author saw no change at all"):
+        ("not ours", AUTHOR),
+    ("context-switch.md", "A bzImage stores the kernel compressed and grows only"):
+        ("not ours", CODE),
+    ("context-switch.md", "That is the code an unchanged bzImage hides."):
+        ("not ours", "refers to the glued size comparison of the preceding sentences"),
+    ("context-switch.md", "So under TCG the option changes nothing on the switch path"):
+        ("not ours", "follows from the glued IBPB counts of the preceding sentence"),
+    ("io-wq.md", "no longer takes and drops references"): ("not ours", CODE),
+    ("io-wq.md", "When spinning shrinks, the other symbols' shares grow"): ("not ours", CODE),
+    ("io-wq.md", "The patch had meanwhile been applied; on 2025-02-04 he asked Jens to drop it"):
+        ("not ours", HISTORY),
+    ("method.md", "The guest kernel runs unchanged and is functionally exact"):
+        ("not ours", CODE),
+    ("method.md", "*reproduced* needs an interval that excludes zero"): ("not ours", RULE),
+    ("pipeline.md", "`ACCEL=auto` probes KVM by booting real guests"): ("not ours", CODE),
+    ("qpw.md", "Shrinking a cache, destroying it"): ("not ours", CODE),
+    ("qpw.md", "Posted by Marcelo Tosatti on 2026-02-06"): ("not ours", HISTORY),
+    ("qpw.md", "With the key off, the helpers fall back to `local_lock_t`"): ("not ours", CODE),
+    ("qpw.md", "adds `include/linux/pwlocks.h`"): ("not ours", CODE),
+    ("qpw.md", "The author's reproducer is used as published"): ("not ours", CODE),
+    ("sched-ext.md", "Otherwise the code falls through to `schedule_deferred()`"):
+        ("not ours", CODE),
+    ("scorecard.md", "A cited \"no change\" is reproduced only by an exact 0"): ("not ours", RULE),
+    ("scorecard.md", "or excludes 0 where the author saw no change"): ("not ours", RULE),
+    ("workqueue.md", "adds the task to an on-stack `wake_q` under the lock"): ("not ours", CODE),
+    ("workqueue.md", "The code is the posting's, unchanged."): ("not ours", HISTORY),
+    ("workqueue.md", "*v3* and *v4* shrink the series"): ("not ours", HISTORY),
+    ("workqueue.md", "*v5* returns to a plain `wake_up_process()`"): ("not ours", HISTORY),
+    ("workqueue.md", "Breno Leitao's series \"workqueue: Shrink the lock time\""):
+        ("not ours", HISTORY),
+    ("workqueue.md", "This changes what \"contention\" means"): ("not ours", CODE),
+    ("workqueue.md", "* whether the series shortens the `pool->lock` critical section"):
+        ("not ours", "an expectation stated before the data"),
+    ("workqueue.md", "The acquisitions agree between the kernels to within a few percent"):
+        ("asserted", "notebooks/workqueue.md", "workqueue-acquisitions-agree"),
+    ("workqueue.md", "Nor does our throughput pin the author's size at any scope"):
+        ("asserted", "notebooks/workqueue.md", "workqueue-no-informative-throughput"),
+}
+
+
+def sentences(text: str) -> list[str]:
+    """The prose sentences of a MyST page: code blocks, directive blocks, tables and labels
+    are left out, paragraphs joined and split after a full stop."""
+    paragraphs, lines, fenced, directive = [], [], False, False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = not fenced
+            continue
+        if stripped.startswith(":::"):
+            directive = stripped.startswith(":::{")
+            continue
+        skip = (fenced or directive or stripped.startswith(("|", "%", "#"))
+                or re.fullmatch(r"\(.*\)=", stripped) is not None)
+        if skip or not stripped:
+            if lines:
+                paragraphs.append(" ".join(lines))
+                lines = []
+            continue
+        lines.append(stripped)
+    if lines:
+        paragraphs.append(" ".join(lines))
+    return [s for p in paragraphs for s in re.split(r"(?<=[.!?])\s+(?=[A-Z*{`(])", p)]
+
+
+def typed_directional_sentences() -> list[tuple[str, str]]:
+    """(page, sentence) of every sentence of book/ with a direction word and no glued phrase."""
+    found = []
+    for page in sorted((ROOT / "book").glob("*.md")):
+        for sentence in sentences(page.read_text(encoding="utf-8")):
+            if WORDS.search(sentence) and GLUE not in sentence:
+                found.append((page.name, sentence))
+    return found
+
+
+def backing(page: str, sentence: str) -> tuple[str, ...] | None:
+    for (listed_page, start), backed in TYPED.items():
+        if listed_page == page and start in sentence:
+            return backed
+    return None
+
+
+def test_every_typed_directional_sentence_is_backed() -> None:
+    unbacked = [f"book/{page}: {sentence}" for page, sentence in typed_directional_sentences()
+                if backing(page, sentence) is None]
+    assert not unbacked, (
+        "directional sentences typed without a glued phrase or a notebook assertion. Fix: glue "
+        "the phrase the notebook computes, or add notebook.claim(...) and list the sentence in "
+        "tests/book/test_claims.py:\n" + "\n".join(unbacked))
+
+
+def test_every_listed_sentence_still_exists() -> None:
+    typed = typed_directional_sentences()
+    stale = [key for key in TYPED
+             if not any(page == key[0] and key[1] in sentence for page, sentence in typed)]
+    assert not stale, f"listed in TYPED but no longer typed in book/: {stale}"
+
+
+@pytest.mark.parametrize("key", [k for k, v in TYPED.items() if v[0] == "asserted"])
+def test_an_asserted_sentence_has_its_claim_in_the_notebook(key: tuple[str, str]) -> None:
+    _, notebook, claim = TYPED[key]
+    source = (ROOT / notebook).read_text(encoding="utf-8")
+    assert re.search(rf"notebook\.claim\(\s*\"{re.escape(claim)}\"", source), (
+        f"{notebook} makes no notebook.claim({claim!r}, ...) for book/{key[0]}: {key[1]}")
+
+
+@pytest.mark.parametrize(("text", "flagged"), [
+    ("The average wait time does not follow: under emulation a waiter waits.", True),
+    ("The hold time falls by {glue:text}`/notebooks/x.md::k`.", False),
+    ("```text\nthe value falls\n```", False),
+    ("an interval tens of percent wide cannot tell", True),
+])
+def test_the_scan_flags_typed_directions_only(text: str, flagged: bool) -> None:
+    hits = [s for s in sentences(text) if WORDS.search(s) and GLUE not in s]
+    assert bool(hits) == flagged
