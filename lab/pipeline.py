@@ -378,6 +378,7 @@ def cmd_publish(a: argparse.Namespace) -> None:
     serieses = {read_json(p)["tree"]: read_json(p) for p in a.series}
     run_id = collect.new_run_id("-".join(sorted({v.accel for v in exp.variants.values()})))
     book, diff = collect.book_state()
+    chapter = exp.chapter
     with stage("publish", f"{exp.name}/{run_id}", None) as stamp:
         variants = {}
         for name, v in exp.variants.items():
@@ -406,7 +407,6 @@ def cmd_publish(a: argparse.Namespace) -> None:
                             if k == "evidence"},
             }
         ser = next(iter(serieses.values()))
-        chapter = exp.chapter
         parser_files = sorted((ROOT / "lab" / "parse").glob("*.py")) + (
             [chapter.dir / "parse.py"] if (chapter.dir / "parse.py").is_file() else [])
         manifest = {
@@ -414,7 +414,9 @@ def cmd_publish(a: argparse.Namespace) -> None:
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "book": book,
             "experiment": {"file": in_repo(exp.path), "sha256": exp.sha256,
-                           "reps": exp.reps, "workloads": list(exp.workloads)},
+                           "reps": exp.reps, "workloads": list(exp.workloads),
+                           "scripts": {w["name"]: source.sha256_file(chapter.path(w["script"]))
+                                       for w in exp.workloads}},
             "parsers": {in_repo(f): source.sha256_file(f) for f in parser_files},
             "base": {k: base[k] for k in ("version", "origin", "sha256", "commit")},
             "series": {"dir": in_repo(exp.series), "mode": ser["mode"],

@@ -92,6 +92,70 @@ def latest_per_variant(runs: list[Run]) -> dict[str, Run]:
     return chosen
 
 
+def superseded(runs: list[Run]) -> set[str]:
+    """Ids of runs that a re-parsed run replaces (``make reparse`` names its parent): their
+    boots are the re-parsed run's, and must not be counted twice."""
+    return {r.manifest["parent"]["run_id"] for r in runs if r.manifest.get("parent")}
+
+
+SAME_VARIANT = ("commit", "config_sha256", "compiler", "cmdline", "accel_used", "machine")
+"""What a variant's boots in two runs must share to be the same experiment (with the image
+size, the compilers, QEMU and the workloads, see :func:`same_experiment`)."""
+
+
+def same_experiment(a: dict, b: dict, variant: str) -> bool:
+    """Whether ``variant`` was built and booted alike in the runs of manifests ``a`` and ``b``:
+    same commit, ``.config``, compiler versions, image size, command line, accelerator,
+    machine, QEMU, and the same workloads (scripts compared by content where both manifests
+    record it, by name where an older one does not)."""
+    va, vb = a.get("variants", {}).get(variant), b.get("variants", {}).get(variant)
+    if va is None or vb is None:
+        return False
+
+    def workloads(m: dict) -> list[tuple[str, str, str]]:
+        return [(w["name"], w.get("parser", "keyvalue"), Path(w["script"]).name)
+                for w in m["experiment"]["workloads"]]
+
+    scripts = [m["experiment"].get("scripts") for m in (a, b)]
+    return ({k: va.get(k) for k in SAME_VARIANT} == {k: vb.get(k) for k in SAME_VARIANT}
+            and va.get("build", {}).get("bzImage_bytes") == vb.get("build", {}).get(
+                "bzImage_bytes")
+            and a.get("compilers") == b.get("compilers") and a.get("qemu") == b.get("qemu")
+            and workloads(a) == workloads(b)
+            and (None in scripts or scripts[0] == scripts[1]))
+
+
+def pooled_per_variant(runs: list[Run]) -> dict[str, Run]:
+    """Variant -> its boots from every run made like the newest one (:func:`same_experiment`).
+
+    A re-measurement of the same binaries adds boots rather than replacing them, so an older
+    run that disagrees is not silently dropped. The pooled run carries the newest run's
+    manifest, the ids of every run it pools (``run_id`` joined with " + ") and its rows with
+    the repetitions renumbered in run order; each row keeps where it came from (columns
+    ``run_id`` and ``run_rep``), for reading its raw files. ``runs`` must be oldest first."""
+    gone = superseded(runs)
+    live = [r for r in runs if r.run_id not in gone]
+    pooled: dict[str, Run] = {}
+    for variant, newest in latest_per_variant(live).items():
+        members = [r for r in live if r is newest
+                   or same_experiment(r.manifest, newest.manifest, variant)]
+        frames, ids, offset = [], [], 0
+        for run in members:
+            rows = run.results[run.results["variant"] == variant].copy()
+            if rows.empty:
+                continue
+            reps = sorted(rows["rep"].unique())
+            rows["run_id"], rows["run_rep"] = run.run_id, rows["rep"]
+            rows["rep"] = rows["rep"].map({r: offset + i + 1 for i, r in enumerate(reps)})
+            offset += len(reps)
+            frames.append(rows)
+            ids.append(run.run_id)
+        results = pd.concat(frames, ignore_index=True) if frames else newest.results.iloc[:0]
+        pooled[variant] = Run(newest.chapter, " + ".join(ids) or newest.run_id, newest.path,
+                              newest.manifest, results)
+    return pooled
+
+
 def environment_facts(manifest: dict) -> dict[str, str]:
     """What a run was measured on, one fact per key, for glued prose and captions.
 

@@ -31,8 +31,9 @@ excluded."""
 
 def compare(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
     """The chapter's comparison (:func:`lab.scorecard.compare`): throughput per scope,
-    enqueue latency p50 and p99, each variant from the newest run that has it."""
-    chosen = runs.latest_per_variant(chapter_runs)
+    enqueue latency p50 and p99, each variant pooled from every run made like its newest one
+    (:func:`lab.runs.pooled_per_variant`)."""
+    chosen = runs.pooled_per_variant(chapter_runs)
     cited = cited[cited["chapter"] == "workqueue"]
     measures = scorecard.measures_from_experiment(chosen, cited) | LATENCY
     return scorecard.compare(cited, chosen, measures)
@@ -46,7 +47,7 @@ def lock_counts(chapter_runs: list[runs.Run], scope: str,
                 field: str) -> dict[str, pd.Series] | None:
     """Per kernel, one LOCK_STAT field of ``&pool->lock`` per boot during the batched run of
     ``scope`` (e.g. ``contentions``, ``acquisitions``), or None without both variants."""
-    chosen = runs.latest_per_variant(chapter_runs)
+    chosen = runs.pooled_per_variant(chapter_runs)
     if not all(v in chosen for v in LOCKSTAT.values()):
         return None
     return {role: runs.metric_values(chosen[v], v, "batch", f"{scope}.pool_lock.{field}")
@@ -58,7 +59,7 @@ def mechanism_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Data
     judged for the direction the cited throughput gain of that scope implies (fewer contentions
     where the author saw more items/s), with the acquisitions beside it as the control (the
     same work queued in both kernels)."""
-    chosen = runs.latest_per_variant(chapter_runs)
+    chosen = runs.pooled_per_variant(chapter_runs)
     by_id = cited.set_index("id")
     rows = []
     for scope in CONTENDED:

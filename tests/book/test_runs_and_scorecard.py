@@ -211,3 +211,41 @@ def test_context_switch_entries_are_judged_where_a_run_measures_them() -> None:
 def test_environment_names_the_accelerator_or_says_nothing_was_booted(
         variants: dict, accelerator: str) -> None:
     assert runs.environment_facts({"variants": variants})["accelerator"] == accelerator
+
+
+def _pool_run(base: Path, run_id: str, variants: dict, reps: int, value: float,
+              parent: str | None = None) -> None:
+    run = base / "workqueue" / run_id
+    run.mkdir(parents=True)
+    lines = ["chapter,variant,rep,workload,metric,value,accel"]
+    lines += [f"workqueue,baseline,{r},batch,m,{value + r},tcg" for r in range(1, reps + 1)]
+    (run / "results.csv").write_text("\n".join(lines) + "\n")
+    manifest = {"variants": variants, "compilers": {"gcc-15": "15.3"}, "qemu": "7.2",
+                "experiment": {"workloads": [{"name": "batch", "script": "x/batch.sh"}]},
+                "files": {"results.csv": hashlib.sha256(
+                    (run / "results.csv").read_bytes()).hexdigest()}}
+    if parent:
+        manifest["parent"] = {"run_id": parent}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_runs_of_the_same_binaries_pool_and_other_binaries_replace(tmp_path: Path) -> None:
+    same = {"baseline": {"commit": "c1", "config_sha256": "k", "build": {"bzImage_bytes": 1}}}
+    other = {"baseline": {"commit": "c2", "config_sha256": "k", "build": {"bzImage_bytes": 1}}}
+    _pool_run(tmp_path, "20260101T000000Z-a", same, 3, 100)
+    _pool_run(tmp_path, "20260102T000000Z-a", same, 2, 200)
+    pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
+    assert pooled.run_id == "20260101T000000Z-a + 20260102T000000Z-a"
+    assert list(pooled.results["rep"]) == [1, 2, 3, 4, 5]
+    assert list(pooled.results["value"]) == [101, 102, 103, 201, 202]
+    assert list(pooled.results["run_rep"]) == [1, 2, 3, 1, 2]
+    # a re-parse stands for its parent: its boots are not counted twice
+    _pool_run(tmp_path, "20260102T000000Z-a-reparse1", same, 2, 200,
+              parent="20260102T000000Z-a")
+    pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
+    assert pooled.run_id == "20260101T000000Z-a + 20260102T000000Z-a-reparse1"
+    assert len(pooled.results) == 5
+    # other binaries: the newest run alone
+    _pool_run(tmp_path, "20260103T000000Z-a", other, 2, 300)
+    pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
+    assert pooled.run_id == "20260103T000000Z-a" and list(pooled.results["value"]) == [301, 302]

@@ -4,8 +4,11 @@
 
 
 def booted(wc):
+    """(variant, rep) of every boot, repetition-major: the order Snakemake meets them in, so
+    the kernels' boots interleave (rep 1 of each, then rep 2, ...) instead of a kernel's boots
+    running back to back, and a slow drift of the host touches every kernel alike."""
     exp = exp_of(wc)
-    return [(v, r) for v in exp.booted for r in range(1, exp.reps + 1)]
+    return [(v, r) for r in range(1, exp.reps + 1) for v in exp.booted]
 
 
 rule publish:
