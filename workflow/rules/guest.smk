@@ -64,8 +64,21 @@ rule accel:
         "{LAB} accel {params.common} --root {input.root} --build {input.build} --out {output}"
 
 
+def boot_before(wc):
+    """The boot that runs just before this one (:func:`booted` order), as an order-only input:
+    Snakemake's choice among ready jobs is its own, so the interleaving of the kernels' boots
+    is made explicit. ``ancient`` keeps it from ever making this boot out of date."""
+    order = booted(wc)
+    i = order.index((wc.variant, int(wc.rep)))
+    if i == 0:
+        return []
+    variant, rep = order[i - 1]
+    return [ancient(f"boot/{wc.chapter}/{wc.key}/{variant}/rep{rep}")]
+
+
 rule boot:
     input:
+        after=boot_before,
         root="toolchain/root.json",
         build=build_of,
         tools=lambda wc: f"tools/{wc.chapter}/{exp_of(wc).build_name(wc.variant)}/tools.json",
