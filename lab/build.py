@@ -28,8 +28,11 @@ COMPILERS: dict[str, list[str]] = {
 """make variables per compiler; clang builds use the whole LLVM toolchain (LLVM=1 style)."""
 
 REPRODUCIBLE = ["KBUILD_BUILD_TIMESTAMP=2000-01-01", "KBUILD_BUILD_USER=kernel-book",
-                "KBUILD_BUILD_HOST=kernel-book"]
-"""Fixed version-string inputs, so identical sources give an identical image."""
+                "KBUILD_BUILD_HOST=kernel-book", "KBUILD_BUILD_VERSION=1"]
+"""Fixed version-string inputs, so identical sources give an identical image. Without
+KBUILD_BUILD_VERSION the version string carries a link counter of the shared build directory
+("#2" for the second variant linked there), and the same commit and .config gave images a page
+apart depending on the order the variants were built in."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,7 @@ def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
         "commit": commit, "compiler": box.compiler, "build_dir": str(build_dir),
         "targets": targets,
         "bzImage_bytes": (tmp / "bzImage").stat().st_size,
+        "bzImage_sha256": hashlib.sha256((tmp / "bzImage").read_bytes()).hexdigest(),
         "vmlinux_bytes": (tmp / "vmlinux").stat().st_size,
         "config_sha256": kconfig.sha256(config),
     }
