@@ -164,7 +164,6 @@ def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
         "commit": commit, "compiler": box.compiler, "build_dir": str(build_dir),
         "targets": targets,
         "bzImage_bytes": (tmp / "bzImage").stat().st_size,
-        "bzImage_sha256": hashlib.sha256((tmp / "bzImage").read_bytes()).hexdigest(),
         "vmlinux_bytes": (tmp / "vmlinux").stat().st_size,
         "config_sha256": kconfig.sha256(config),
     }

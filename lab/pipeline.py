@@ -400,8 +400,12 @@ def cmd_publish(a: argparse.Namespace) -> None:
                 "qemu_argv": [portable(x) for x in reps[0]["qemu_argv"]] if reps else [],
                 "boot_to_result_seconds": [r["boot_to_result_seconds"] for r in reps],
                 "build": {"variant": bname, "build_seconds": build_seconds[bname],
-                          **{k: built[k] for k in ("bzImage_bytes", "bzImage_sha256",
-                                                   "vmlinux_bytes", "targets")}},
+                          # hashed here, from the image itself: a build cached before the
+                          # stamp knew the field still gets it
+                          "bzImage_sha256": source.sha256_file(
+                              Path(built["artifacts"]) / "bzImage"),
+                          **{k: built[k] for k in ("bzImage_bytes", "vmlinux_bytes",
+                                                   "targets")}},
                 "tools": {k: tools[bname].get(k) for k in ("programs", "cc")},
                 "inspect": {k: val for k, val in inspected[name].items()
                             if k == "evidence"},

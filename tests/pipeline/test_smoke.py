@@ -49,6 +49,9 @@ def test_smoke_chapter_end_to_end(runs_tmp, data_unchanged) -> None:
     assert variants["baseline"]["config_sha256"] == variants["patched"]["config_sha256"]
     assert variants["patched-icount"]["build"] == variants["patched"]["build"]
     assert variants["patched"]["build"]["build_seconds"] > 0
+    assert len(variants["patched"]["build"]["bzImage_sha256"]) == 64
+    assert variants["baseline"]["build"]["bzImage_sha256"] != \
+        variants["patched"]["build"]["bzImage_sha256"]
     # the guest program is built per variant by the chapter's guest/Makefile, and hashed
     assert variants["patched"]["tools"]["cc"] == "gcc-15"
     assert len(variants["patched"]["tools"]["programs"]["getpid"]) == 64
