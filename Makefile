@@ -1,6 +1,8 @@
 # The reproducible kernel-performance book.
 #   make html   build the book from the committed data (installs what it needs)
-#   make test   lint, test, and build the book with warnings as errors
+#   make pdf    the same book as one PDF (Sphinx's LaTeX builder with Debian's TeX)
+#   make lab    JupyterLab on the project's environment, the MyST notebooks open as notebooks
+#   make test   lint, test, build the book with warnings as errors and load it in a browser
 #   make help   every target
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -20,7 +22,33 @@ PY_FLOOR := $(shell sed -n 's/^requires-python = ">=\([0-9.]*\)"$$/\1/p' pyproje
 UV := uv==0.13.8
 
 .DEFAULT_GOAL := help
-.PHONY: help html test lint pytest venv python-lock clean clean-cache
+# Host packages beyond the pipeline's, installed on demand as root like pipeline-deps: headless
+# Chromium for the browser test; TeX for the PDF (XeLaTeX with the FreeFont family, which has
+# the book's arrows and symbols) and poppler-utils for the PDF test's pdftotext.
+BROWSER_DEBS := chromium
+PDF_DEBS := latexmk texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
+	texlive-xetex fonts-freefont-otf tex-gyre poppler-utils
+LAB_SETTINGS = $(VENV)/share/jupyter/lab/settings/overrides.json
+LAB_ARGS ?=  # more options for jupyter lab, e.g. LAB_ARGS=--no-browser
+
+.PHONY: help html pdf lab test test-pdf lint pytest venv python-lock clean clean-cache \
+	browser-deps pdf-deps
+
+# $(call apt-install,<packages>,<target>): install the missing Debian packages as root; as an
+# ordinary user, name them and the command that installs them, and fail.
+define apt-install
+@missing=$$(for p in $(1); do \
+  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+if [ -n "$$missing" ] && [ "$$(id -u)" != 0 ]; then \
+  echo "missing host packages:" $$missing"; install them as root: sudo make $(2)"; \
+  exit 1; \
+fi; \
+if [ -n "$$missing" ]; then \
+  echo "installing host packages:" $$missing; \
+  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends $$missing >/dev/null; \
+fi
+endef
 
 help: ## list the targets
 	@grep -hE '^[a-z][a-z-]+:.*## ' $(MAKEFILE_LIST) | sort | \
@@ -66,17 +94,52 @@ html: $(STAMP) ## execute the notebooks on the committed data (cached) and build
 	echo "book: $(BUILD)/html/index.html; figures (SVG, PDF, PNG): $(BUILD)/figures;" \
 	  "total $$(( $$(date +%s) - start )) s"
 
+pdf: $(STAMP) pdf-deps ## the book as one PDF: _build/latex/kernel-book.pdf (XeLaTeX, vector figures)
+	@set -e; start=$$(date +%s); \
+	$(TIMED) "validate data/cited" -- bash -c '$(PY) -m lab.cited >/dev/null'; \
+	$(TIMED) "notebooks + LaTeX (sphinx -W)" -- \
+	  $(PY) -m sphinx -W --keep-going -q -b latex . $(BUILD)/latex; \
+	$(TIMED) "PDF (latexmk, xelatex; log: $(BUILD)/latex/latexmk.log)" -- bash -c \
+	  '$(MAKE) -s -C $(BUILD)/latex all-pdf LATEXMKOPTS=-silent >$(BUILD)/latex/latexmk.log 2>&1' || \
+	  { tail -40 $(BUILD)/latex/latexmk.log; echo "LaTeX failed: $(BUILD)/latex/latexmk.log and" \
+	    "$(BUILD)/latex/kernel-book.log say why"; exit 1; }; \
+	echo "book: $(BUILD)/latex/kernel-book.pdf ($$(du -h $(BUILD)/latex/kernel-book.pdf | cut -f1));" \
+	  "total $$(( $$(date +%s) - start )) s"
+
+lab: $(STAMP) ## JupyterLab on the project's environment; notebooks/*.md open as notebooks (jupytext)
+	@mkdir -p $(dir $(LAB_SETTINGS))
+	@printf '%s\n' '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers":' \
+	  '{"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}},' \
+	  '"@jupyterlab/apputils-extension:notification": {"checkForUpdates": false,' \
+	  '"fetchNews": "false"}}' > $(LAB_SETTINGS)
+	@echo "JupyterLab on $(VENV) (kernel: $$($(PY) -V)); Ctrl-C stops it"
+	@exec $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" --ServerApp.ip=127.0.0.1 \
+	  --LabApp.default_url=/lab/tree/notebooks --LabApp.news_url=None \
+	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
+	  --LabApp.extension_manager=readonly \
+	  $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
+
+browser-deps: ## install headless Chromium for the browser test (Debian's chromium; needs root)
+	$(call apt-install,$(BROWSER_DEBS),browser-deps)
+
+pdf-deps: ## install TeX and poppler-utils for make pdf (Debian's packages; needs root)
+	$(call apt-install,$(PDF_DEBS),pdf-deps)
+
+test-pdf: $(STAMP) pdf-deps ## only the PDF test (make test runs it too): a scratch copy's PDF has every chapter
+	@$(TIMED) "pytest (PDF)" -- $(PY) -m pytest -m pdf tests/book
+
 lint: $(STAMP) ## ruff over the Python code
 	@$(TIMED) "ruff" -- $(PY) -m ruff check lab tests conf.py
 
 # The pipeline tests boot kernels: pipeline-deps installs QEMU and friends (as root) first.
-pytest: $(STAMP) pipeline-deps ## the test suite (includes a full book build and the pipeline smoke run)
+pytest: $(STAMP) pipeline-deps browser-deps pdf-deps ## the test suite (book build, browser test, PDF, pipeline smoke run)
 	@$(TIMED) "pytest" -- $(PY) -m pytest
 
 test: lint pytest ## everything CI runs
 
 clean: ## remove the built book (keeps the notebook cache and the kernel caches)
-	rm -rf $(BUILD)/html $(BUILD)/figures $(BUILD)/doctrees $(BUILD)/jupyter_execute
+	rm -rf $(BUILD)/html $(BUILD)/latex $(BUILD)/figures $(BUILD)/doctrees \
+	  $(BUILD)/jupyter_execute $(BUILD)/screenshots
 
 clean-cache: clean ## also drop the notebook execution cache
 	rm -rf $(BUILD)/.jupyter_cache

@@ -59,6 +59,27 @@ html_theme_options = {
     "use_download_button": True,
     "home_page_in_toc": True,
 }
+# Light unless the reader chooses otherwise: the figures are drawn on white. (Without a default
+# the theme logs "invalid theme mode" on a reader's first visit.)
+html_context = {"default_mode": "light"}
 html_extra_path = ["book/_extra"]
 html_static_path = ["book/_static"]
 html_css_files = ["kernelbook.css"]
+
+# The PDF (make pdf): XeLaTeX, so the book's arrows, approximations and dashes print as they
+# read, with the FreeFont family Sphinx defaults to for it; no index (the book has none).
+# Figures are pasted as "<key>.*" and the LaTeX builder takes their PDF renderings.
+latex_engine = "xelatex"
+latex_documents = [(root_doc, "kernel-book.tex", project, author, "manual")]
+latex_use_xindy = False
+latex_domain_indices = False
+latex_elements = {
+    "papersize": "a4paper",
+    "pointsize": "10pt",
+    "printindex": "",
+    # wide data tables: smaller type, and let long cells break
+    "preamble": r"\usepackage{etoolbox}"
+                r"\renewcommand{\sphinxstyletheadfamily}{\bfseries\footnotesize}"
+                r"\AtBeginEnvironment{tabulary}{\footnotesize}"
+                r"\AtBeginEnvironment{longtable}{\footnotesize}",
+}

@@ -34,17 +34,7 @@ help-pipeline: ## how to re-measure a chapter (variables, caches, what needs roo
 	@echo "caches: $(KB_CACHE) (delete it to start cold)"
 
 pipeline-deps: ## install the pipeline's host packages with apt-get (needs root)
-	@missing=$$(for p in $(PIPELINE_DEBS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
-	if [ -n "$$missing" ] && [ "$$(id -u)" != 0 ]; then \
-	  echo "missing host packages:" $$missing"; install them as root: sudo make pipeline-deps"; \
-	  exit 1; \
-	fi; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing host packages:" $$missing; \
-	  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -q --no-install-recommends $$missing >/dev/null; \
-	fi
+	$(call apt-install,$(PIPELINE_DEBS),pipeline-deps)
 
 toolchain-lock: $(STAMP) pipeline-deps ## re-make the toolchain root from today's sid and rewrite its lock
 	@$(PY) -m lab.toolchain lock

@@ -72,7 +72,7 @@ def cited_figure(frame: pd.DataFrame, title: str) -> plt.Figure:
         ax.set_xlabel(f"{quantity} [{units}]")
         ax.set_title(table, loc="left", fontsize=9)
         ax.xaxis.set_major_formatter(EngFormatter(sep=" "))
-        ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False,
+        ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False,
                   ncol=min(len(columns), 3))
     if frame["approximate"].any():
         title += "\nhatched: approximate value (~); whiskers: a range as written"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from IPython.display import display as show
 from matplotlib_inline.backend_inline import set_matplotlib_formats
 from myst_nb import glue
 
-from lab import chapters, figures
+from lab import chapters, figures, provenance
 from lab import cited as cited_data
 from lab import runs as runs_data
 
@@ -94,6 +95,37 @@ def glue_figure(key: str, fig: plt.Figure) -> None:
     """Glue a figure (SVG, PDF, PNG) for ``kb-figure`` and close it so it is shown only once."""
     glue(key, fig, display=True)
     plt.close(fig)
+
+
+class Provenance:
+    """A provenance record (:func:`lab.provenance.record`) as a glue-able output."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        lines = [provenance.summary(self.record)]
+        lines += [s["command"] for s in self.record["sources"]]
+        return {provenance.MIME: self.record, "text/plain": "\n".join(lines)}
+
+
+def glue_provenance(keys: str | Iterable[str],
+                    used: Mapping[str, runs_data.Run] | Iterable[runs_data.Run | str],
+                    variants: Iterable[str] | None = None, chapter: str | None = None) -> None:
+    """Declare the runs a glued figure or table (or several) comes from.
+
+    Glues :func:`lab.provenance.record` under ``<key>-provenance`` for each key; ``kb-figure``
+    and ``kb-table`` then name the run ids in the caption and add a "cite / reproduce" box (the
+    ``make reproduce`` command, each manifest's sha256, stable download links, a citation).
+    ``used``: a mapping variant -> run (``runs.latest_per_variant``, ``pooled_per_variant``),
+    runs, or run ids with ``chapter``; ``variants`` narrows it to the variants shown. Nothing is
+    glued when no run is left, so a chapter without runs shows no box.
+    """
+    record = provenance.record(used, variants, chapter=chapter)
+    if not record["sources"]:
+        return
+    for key in [keys] if isinstance(keys, str) else keys:
+        glue(f"{key}-provenance", Provenance(record), display=False)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,14 @@ under ``data/`` would otherwise leave a stale result in the book. This extension
   stale in an incrementally built page;
 * adds ``kb-figure`` and ``kb-table``: numbered, captioned figures and tables pasted from another
   document's glue data (MyST-NB's own ``glue:figure`` works only within one notebook). Figures
-  are written as SVG, PDF and PNG, and the page links the SVG and PDF for slides and papers;
+  are written as SVG, PDF and PNG (tables as CSV) under ``_build/figures/<docname>/`` and copied
+  to stable paths of the HTML book, ``figures/<label>.<ext>`` and ``tables/<label>.csv``, that a
+  talk or a kernel document can link; the HTML page shows the SVG, the PDF book the PDF. Where
+  the notebook declared the runs (``<key>-provenance``, :func:`lab.notebook.glue_provenance`),
+  the caption names the run ids and a "cite / reproduce" box follows: the ``make reproduce``
+  command, each manifest's sha256, the downloads, and the book's citation at its commit;
+* offers each notebook page's executed ``.ipynb`` in the theme's download menu, and prints one
+  progress line per notebook (executed, with its time, or taken from the cache);
 * adds ``kb-chapters`` (a toctree of the book's chapters, or of their notebooks, in the order
   :mod:`lab.chapters` finds them) and ``kb-scorecard`` (a section with the scorecard table of
   each chapter), so a new chapter appears in the book without an edit to a shared page.
@@ -21,8 +28,14 @@ under ``data/`` would otherwise leave a stale result in the book. This extension
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
+import io
 import json
+import os
+import shutil
+import sys
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -38,12 +51,15 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from lab import chapters
+from lab import chapters, provenance
 from lab.notebook import TABLE_MIME
 
 LOGGER = logging.getLogger(__name__)
 STAMP_FILE = "kernelbook-data-digests.json"
 FIGURE_MIMES = {"image/svg+xml": "svg", "application/pdf": "pdf", "image/png": "png"}
+WIDE_COLUMNS = 8
+LONG_TOKEN = 14
+"""A pasted table of more columns than this is set in smaller type (class ``kb-wide``)."""
 
 
 def declared_reads(source: Path) -> list[str]:
@@ -122,6 +138,10 @@ def get_outdated(app: Sphinx, env: BuildEnvironment, added: set[str], changed: s
         doc for doc, patterns in _notebook_reads(env).items()
         if digests.get(doc) != data_digest(root, patterns)
     }
+    # A page that cites the book names the commit it was built from: re-read it when that
+    # commit (or whether the tree has uncommitted changes) differs from the last build's.
+    state = citation(app).state
+    outdated |= {doc for doc, was in getattr(env, "kb_cited_state", {}).items() if was != state}
     reread = outdated | added | changed
     pastes: dict[str, set[str]] = getattr(env, "kb_pastes", {})
     outdated |= {doc for doc, sources in pastes.items() if sources & reread}
@@ -164,8 +184,8 @@ def doctree_read(app: Sphinx, doctree: nodes.document) -> None:
 
 def purge_doc(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
     """Forget what a removed or re-read document recorded."""
-    getattr(env, "kb_digests", {}).pop(docname, None)
-    getattr(env, "kb_pastes", {}).pop(docname, None)
+    for store in ("kb_digests", "kb_pastes", "kb_stable", "kb_cited_state"):
+        getattr(env, store, {}).pop(docname, None)
 
 
 class CrossDocTextRole(PasteTextRole):
@@ -183,16 +203,41 @@ class CrossDocTextRole(PasteTextRole):
         return super().run()
 
 
+def citation(app: Sphinx) -> provenance.Citation:
+    """The book's citation for this build (``CITATION.cff`` and the commit), read once."""
+    if not hasattr(app, "kb_citation"):
+        app.kb_citation = provenance.book_citation(Path(app.srcdir))
+    return app.kb_citation
+
+
+def _store(env: BuildEnvironment, name: str) -> dict[str, Any]:
+    """A per-document record this extension keeps in the environment (pickled with it)."""
+    if not hasattr(env, name):
+        setattr(env, name, {})
+    return getattr(env, name)
+
+
+def _page_relative(docname: str, target: str) -> str:
+    """``target`` (a path in the HTML output) as a link from the page of ``docname``."""
+    return "../" * docname.count("/") + target
+
+
 class _PasteDirective(SphinxDirective):
-    """Common part of kb-figure and kb-table: resolve ``/path/doc.md::key`` to glue data."""
+    """Common part of kb-figure and kb-table: resolve ``/path/doc.md::key`` to glue data, and
+    the caption suffix and "cite / reproduce" box of a provenance the notebook glued."""
 
     required_arguments = 1
     final_argument_whitespace = False
     has_content = True
     option_spec: ClassVar[dict[str, Any]] = {"name": lambda arg: arg.strip()}
+    provenance: dict[str, Any] | None = None
+    label = ""
 
     def glue_data(self) -> tuple[str, str, dict[str, Any]] | None:
-        """(docname, key, mime bundle) of the argument, or ``None`` after a warning."""
+        """(docname, key, mime bundle) of the argument, or ``None`` after a warning.
+
+        Also keeps the key's provenance record, if the notebook glued one, in ``provenance``.
+        """
         ref, sep, key = self.arguments[0].partition("::")
         if not sep:
             self._warn(f"'{self.arguments[0]}' is not of the form /notebooks/<doc>.md::<key>")
@@ -210,16 +255,83 @@ class _PasteDirective(SphinxDirective):
             self._warn(f"glue key {key!r} not found in {docname}: glue it in that notebook "
                        f"(lab.notebook.glue_*), or correct the key")
             return None
+        self.provenance = data.get(f"{key}-provenance", {}).get("data", {}).get(provenance.MIME)
+        # the stable name of the figure or table (add_name later pops the option)
+        self.label = self.options.get("name") or key
         return docname, key, data[key]["data"]
 
     def caption_nodes(self) -> list[nodes.Node]:
-        """The directive's content parsed as the caption's inline nodes."""
+        """The directive's content parsed as the caption's inline nodes, followed by the run
+        ids when the notebook declared them."""
         holder = nodes.Element()
         self.state.nested_parse(self.content, self.content_offset, holder)
         if not holder.children or not isinstance(holder[0], nodes.paragraph):
             self._warn("give the figure or table a caption paragraph as content")
             return []
-        return list(holder[0].children)
+        caption = list(holder[0].children)
+        if self.provenance:
+            ids = [r["id"] for s in self.provenance["sources"] for r in s["runs"]]
+            caption.append(nodes.Text(" Runs: " if len(ids) > 1 else " Run: "))
+            for i, run_id in enumerate(ids):
+                caption += [nodes.Text(", ")] if i else []
+                caption.append(nodes.literal(run_id, run_id, classes=["kb-run-id"]))
+            caption.append(nodes.Text("."))
+        return caption
+
+    def stable(self, source: Path, folder: str, ext: str) -> nodes.reference:
+        """Register ``source`` for copying to ``<folder>/<label>.<ext>`` of the HTML output
+        and return a link to it from this page."""
+        target = f"{folder}/{self.label}.{ext}"
+        _store(self.env, "kb_stable").setdefault(self.env.docname, {})[target] = str(source)
+        uri = _page_relative(self.env.docname, target)
+        return nodes.reference(ext.upper(), ext.upper(), refuri=uri, classes=["kb-stable"])
+
+    def downloads(self, folder: str, links: list[nodes.reference]) -> nodes.paragraph:
+        """A "Download:" line of stable links, with the stable path spelled out."""
+        line = nodes.paragraph(classes=["kb-downloads"])
+        line += nodes.Text("Download: ")
+        for i, link in enumerate(links):
+            line += [nodes.Text(" · ")] if i else []
+            line += link
+        line += [nodes.Text(" (stable path "),
+                 nodes.literal("", f"{folder}/{self.label}.*"), nodes.Text(")")]
+        return line
+
+    def box(self, folder: str, links: list[nodes.reference]) -> nodes.container:
+        """The "cite / reproduce" box under a figure or table with a provenance record."""
+        box = nodes.container(classes=["kb-provenance"])
+        box += nodes.paragraph("", "", nodes.strong("", "Cite / reproduce"),
+                               classes=["kb-provenance-title"])
+        for source in self.provenance["sources"]:
+            box += nodes.paragraph("", "", nodes.Text("Re-measure: "),
+                                   nodes.literal("", source["command"],
+                                                 classes=["kb-command"]))
+            runs = nodes.bullet_list(classes=["kb-runs"])
+            for run in source["runs"]:
+                made = f"{run['book_commit'][:12]}" + (" with uncommitted changes"
+                                                        if run["book_dirty"] else "")
+                item = nodes.paragraph("", "", nodes.literal("", run["id"]),
+                                       nodes.Text(": manifest "),
+                                       nodes.literal("", run["manifest"]),
+                                       nodes.Text(" sha256 "),
+                                       nodes.literal("", run["sha256"], classes=["kb-sha"]))
+                if run["book_commit"]:
+                    item += nodes.Text(f"; measured from book commit {made}")
+                runs += nodes.list_item("", item)
+            box += runs
+        cite = citation(self.env.app)
+        ids = [r["id"] for s in self.provenance["sources"] for r in s["runs"]]
+        html_only = addnodes.only(expr="html")
+        html_only += self.downloads(folder, links)
+        html_only += nodes.raw("", "<details class=\"kb-cite\"><summary>Cite the book, "
+                               f"{cite.state} (BibTeX, CFF)</summary>", format="html")
+        bibtex, cff = cite.bibtex(self.label, ids), cite.cff(self.label, ids)
+        html_only += nodes.literal_block(bibtex, bibtex, language="bibtex")
+        html_only += nodes.literal_block(cff, cff, language="yaml")
+        html_only += nodes.raw("", "</details>", format="html")
+        box += html_only
+        _store(self.env, "kb_cited_state")[self.env.docname] = cite.state
+        return box
 
     def _warn(self, message: str) -> None:
         LOGGER.warning(f"{self.name}: {message}", location=self.get_location())
@@ -248,21 +360,20 @@ class KbFigure(_PasteDirective):
         if "svg" not in written and "png" not in written:
             self._warn(f"glue key {key!r} holds no image; glue a matplotlib figure")
             return []
-        srcdir = Path(self.env.srcdir)
-        shown = written.get("svg") or written["png"]
-        image = nodes.image(uri="/" + shown.relative_to(srcdir).as_posix(), alt=key)
-        figure = nodes.figure("", image)
+        # "key.*": each builder takes the best rendering it supports, the HTML book the SVG,
+        # the LaTeX book the PDF, so the printed figures stay vector graphics.
+        uri = "/" + (outdir / f"{key}.*").relative_to(Path(self.env.srcdir)).as_posix()
+        figure = nodes.figure("", nodes.image(uri=uri, alt=key))
         figure += nodes.caption("", "", *self.caption_nodes())
-        legend = nodes.paragraph(classes=["kb-downloads"])
-        for ext in ("svg", "pdf"):
-            if ext in written:
-                target = "/" + written[ext].relative_to(srcdir).as_posix()
-                ref = addnodes.download_reference("", "", reftarget=target, refdoc=self.env.docname)
-                ref += nodes.literal(ext.upper(), ext.upper())
-                legend += [ref, nodes.Text(" ")]
-        figure += nodes.legend("", legend)
+        links = [self.stable(written[ext], "figures", ext)
+                 for ext in ("svg", "pdf", "png") if ext in written]
         self.add_name(figure)
         self.set_source_info(figure)
+        if self.provenance:
+            return [figure, self.box("figures", links)]
+        html_only = addnodes.only(expr="html")
+        html_only += self.downloads("figures", links)
+        figure += nodes.legend("", html_only)
         return [figure]
 
 
@@ -273,12 +384,13 @@ class KbTable(_PasteDirective):
         found = self.glue_data()
         if found is None:
             return []
-        _, key, bundle = found
+        docname, key, bundle = found
         if TABLE_MIME not in bundle:
             self._warn(f"glue key {key!r} is not a table; glue it with lab.notebook.glue_table")
             return []
         columns, rows = bundle[TABLE_MIME]["columns"], bundle[TABLE_MIME]["rows"]
-        table = nodes.table(classes=["kb-table"])
+        wide = ["kb-wide"] if len(columns) > WIDE_COLUMNS else []
+        table = nodes.table(classes=["kb-table", *wide])
         table += nodes.title("", "", *self.caption_nodes())
         group = nodes.tgroup(cols=len(columns))
         table += group
@@ -287,11 +399,25 @@ class KbTable(_PasteDirective):
         group += nodes.tbody("", *(self._row(r) for r in rows))
         self.add_name(table)
         self.set_source_info(table)
-        return [table]
+        if not self.provenance:
+            return [table]
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows([columns, *rows])
+        target = Path(self.env.app.outdir).parent / "figures" / docname / f"{key}.csv"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists() or target.read_text(encoding="utf-8") != out.getvalue():
+            target.write_text(out.getvalue(), encoding="utf-8")
+        return [table, self.box("tables", [self.stable(target, "tables", "csv")])]
 
     @staticmethod
     def _row(cells: list[str]) -> nodes.row:
-        return nodes.row("", *(nodes.entry("", nodes.paragraph(text=str(c))) for c in cells))
+        """A table row; a cell holding a long unbreakable token (a symbol name, a list of
+        them) is marked ``kb-long``, the only kind the stylesheet lets break inside a word."""
+        return nodes.row("", *(
+            nodes.entry("", nodes.paragraph(text=str(c)),
+                        classes=["kb-long"] if max(map(len, str(c).split()), default=0)
+                        > LONG_TOKEN else [])
+            for c in cells))
 
 
 class KbChapters(TocTree):
@@ -333,15 +459,107 @@ class KbScorecard(SphinxDirective):
         return list(holder.children)
 
 
+def builder_inited(app: Sphinx) -> None:
+    """Note the build's start, read the citation, and give the notebooks a quiet kernel.
+
+    The kernel spec ``python3`` under ``_build/.jupyter`` (put first on ``JUPYTER_PATH``, which
+    the executor reads when it starts a kernel) is this interpreter's ipykernel with its own
+    log at ERROR: ipykernel warns on every start that its loopback TCP sockets are unencrypted,
+    several lines per notebook that say nothing about the book.
+    """
+    app.kb_started = time.time()
+    citation(app)
+    jupyter = Path(app.outdir).parent / ".jupyter"
+    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                     "--IPKernelApp.log_level=ERROR"],
+            "display_name": "Python 3 (ipykernel)", "language": "python"}
+    kernel = jupyter / "kernels" / "python3" / "kernel.json"
+    kernel.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(spec, indent=1)
+    if not kernel.exists() or kernel.read_text() != text:
+        kernel.write_text(text)
+    paths = [str(jupyter), *filter(None, os.environ.get("JUPYTER_PATH", "").split(os.pathsep))]
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(dict.fromkeys(paths))
+
+
+def report_notebook(app: Sphinx, doctree: nodes.document) -> None:
+    """One progress line per notebook read: executed now (with its time) or from the cache."""
+    from myst_nb.sphinx_ import NbMetadataCollector
+
+    docname = app.env.docname
+    data = NbMetadataCollector.get_doc_data(app.env).get(docname, {}).get("exec_data")
+    if not data:
+        return
+    runtime = data.get("runtime")
+    took = f"{runtime:.1f} s" if isinstance(runtime, int | float) else "? s"
+    if not data.get("succeeded", True):
+        how = f"FAILED after {took}"
+    elif data.get("mtime", 0) >= getattr(app, "kb_started", 0):
+        how = f"executed in {took}"
+    else:
+        how = f"from the execution cache (ran {took})"
+    print(f"    notebook {docname}: {how}", file=sys.stderr, flush=True)
+
+
+def _executed_notebook(app: Sphinx, docname: str) -> Path | None:
+    """The executed ``.ipynb`` MyST-NB wrote for a notebook document, if it is one."""
+    folder = Path(app.env.mystnb_config.output_folder)
+    path = folder.joinpath(*docname.split("/")).with_suffix(".ipynb")
+    if not path.is_file():
+        return None
+    # MyST-NB writes one for every page it parses; a notebook is a page with a kernelspec
+    source = Path(app.env.doc2path(docname))
+    front = source.read_text(encoding="utf-8").split("\n---", 1)[0]
+    return path if source.suffix == ".ipynb" or "kernelspec:" in front else None
+
+
+def page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+                 doctree: nodes.document | None) -> None:
+    """Offer a notebook page's executed ``.ipynb`` in the theme's download menu.
+
+    sphinx-book-theme lists ``_sources/<ipynb_source>`` when the context names one; the
+    executed notebook is copied there, beside the page's Markdown source.
+    """
+    if doctree is None or pagename not in app.env.found_docs:
+        return
+    executed = _executed_notebook(app, pagename)
+    if executed is None:
+        return
+    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(executed, target)
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
+def copy_stable(app: Sphinx, exception: Exception | None) -> None:
+    """Copy every figure and table file to its stable path in the HTML output."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    for files in getattr(app.env, "kb_stable", {}).values():
+        for target, source in files.items():
+            src, dst = Path(source), out / target
+            if not src.is_file():
+                continue
+            if not dst.exists() or dst.read_bytes() != src.read_bytes():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the events and directives."""
+    app.connect("builder-inited", builder_inited)
     app.connect("env-get-outdated", get_outdated)
     app.connect("env-before-read-docs", before_read)
     app.connect("doctree-read", doctree_read)
+    app.connect("doctree-read", report_notebook)
     app.connect("env-purge-doc", purge_doc)
+    # before sphinx-book-theme's header buttons (priority 501), which read ipynb_source
+    app.connect("html-page-context", page_context, priority=400)
+    app.connect("build-finished", copy_stable)
     app.add_role_to_domain("glue", "text", CrossDocTextRole(), override=True)
     app.add_directive("kb-figure", KbFigure)
     app.add_directive("kb-table", KbTable)
     app.add_directive("kb-chapters", KbChapters)
     app.add_directive("kb-scorecard", KbScorecard)
-    return {"parallel_read_safe": False, "parallel_write_safe": True, "env_version": 1}
+    return {"parallel_read_safe": False, "parallel_write_safe": True, "env_version": 2}

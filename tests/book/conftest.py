@@ -1,9 +1,12 @@
-"""Shared fixtures of the book tests: the seed mails and a scratch copy of the book sources."""
+"""Shared fixtures of the book tests: the seed mails, a scratch copy of the book sources, and
+one build of that copy that the build and browser tests share."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,7 @@ import pytest
 from lab import ROOT
 
 BOOK_SOURCES = ("book", "notebooks", "data", "lab", "conf.py", "chapters", "configs", "workflow",
-                "patches")
+                "patches", "CITATION.cff")
 
 
 def seeds_dir() -> Path | None:
@@ -46,3 +49,22 @@ def copy_book(target: Path) -> Path:
         else:
             shutil.copy2(source, target / name)
     return target
+
+
+def sphinx(src: Path, builder: str = "html") -> subprocess.CompletedProcess[str]:
+    """Build ``src`` as make html does, with its own cache and output under src/_build."""
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", builder,
+         str(src), str(src / "_build" / builder)],
+        cwd=src, capture_output=True, text=True, timeout=900,
+    )
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the book built once (cold) for the session; tests that change its data run
+    last in their module and leave a book that still builds."""
+    src = copy_book(tmp_path_factory.mktemp("book"))
+    result = sphinx(src)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return src

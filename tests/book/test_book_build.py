@@ -7,46 +7,27 @@ cited value changed; the jupyter-cache records show which notebooks executed eac
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
-import subprocess
-import sys
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import pytest
 import yaml
 from jupyter_cache import get_cache
 
 from lab import chapters, cited
-from tests.book.conftest import copy_book
+from tests.book.conftest import sphinx
 
 BOOK = [c.name for c in chapters.book()]
-
-
-def sphinx(src: Path) -> subprocess.CompletedProcess[str]:
-    """Build ``src`` as make html does, with its own cache and output under src/_build."""
-    return subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-         str(src), str(src / "_build" / "html")],
-        cwd=src, capture_output=True, text=True, timeout=900,
-    )
 
 
 def executions(src: Path) -> dict[str, str]:
     """Notebook file name -> creation time of its jupyter-cache record."""
     cache = get_cache(src / "_build" / ".jupyter_cache")
     return {Path(r.uri).name: r.created.isoformat() for r in cache.list_cache_records()}
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    src = copy_book(tmp_path_factory.mktemp("book"))
-    result = sphinx(src)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return src
 
 
 def page(src: Path, name: str) -> str:
@@ -157,3 +138,48 @@ def test_changed_data_reexecutes_exactly_its_readers(built: Path) -> None:
         assert '<span class="pasted-text">7</span>' in html
     table = html[html.index('id="tab-sched-ext-cited"'):]
     assert "<p>7 count</p>" in table or "<p>7</p>" in table
+
+
+def test_measured_figures_and_tables_cite_their_runs(built: Path) -> None:
+    """Each pasted figure or table whose notebook declared its runs names them in its caption
+    and is followed by a cite / reproduce box: the command, each manifest's sha256 (as on
+    disk), stable download links that resolve, and the book's citation."""
+    html_dir = built / "_build" / "html"
+    boxes = 0
+    for chapter in ["context-switch", "scorecard"]:
+        html = page(built, chapter)
+        for match in re.finditer(r'<div class="kb-provenance[^"]*">(.*?)</details>', html, re.S):
+            boxes += 1
+            box = match.group(1)
+            before = html[:match.start()]
+            caption = before[max(before.rfind("<figcaption"), before.rfind("<caption")):]
+            ids = re.findall(r"<code[^>]*kb-run-id[^>]*><span[^>]*>([^<]+)</span>", caption)
+            assert ids, f"{chapter}: a box whose caption names no run"
+            text = unescape(re.sub(r"<[^>]+>", "", box))
+            command = re.search(r"make reproduce CHAPTER=([\w-]+)", text)
+            assert command, text[:300]
+            for run_id, sha in re.findall(
+                    r"data/runs/[\w-]+/([\w.-]+)/manifest\.json.*?sha256 <code[^>]*>"
+                    r"<span[^>]*>([0-9a-f]{64})</span>", box, re.S):
+                assert run_id in ids
+                manifest = built / "data" / "runs" / command[1] / run_id / "manifest.json"
+                assert hashlib.sha256(manifest.read_bytes()).hexdigest() == sha
+            for href in re.findall(r'href="(\.\./(?:figures|tables)/[^"]+)"', box):
+                assert (html_dir / "book" / href).resolve().stat().st_size > 100, href
+            assert "@misc{kernelbook-" in text
+    assert boxes >= 5
+    for name in ("fig-context-switch-cells", "fig-context-switch-cited"):
+        for ext in ("svg", "pdf", "png"):
+            assert (html_dir / "figures" / f"{name}.{ext}").stat().st_size > 1000
+    assert (html_dir / "tables" / "tab-context-switch-cells.csv").read_text().startswith(
+        "compiler,")
+
+
+def test_notebook_pages_offer_the_executed_notebook(built: Path) -> None:
+    html_dir = built / "_build" / "html"
+    for chapter in BOOK:
+        html = (html_dir / "notebooks" / f"{chapter}.html").read_text(encoding="utf-8")
+        assert f"_sources/notebooks/{chapter}.ipynb" in html, chapter
+        executed = json.loads((html_dir / "_sources" / "notebooks" / f"{chapter}.ipynb")
+                              .read_text(encoding="utf-8"))
+        assert any(cell.get("outputs") for cell in executed["cells"]), chapter
