@@ -138,6 +138,37 @@ def probe_region(insns: list[Insn], marker: str = "rdtsc") -> dict[str, Any]:
             "calls": calls(region)}
 
 
+_FUNCTION = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+
+
+def call_sites(objdump_text: str, targets: list[str]) -> dict[str, dict[str, int]]:
+    """Per target, the functions of the image that call it or tail-jump to it, and how often:
+    ``{target: {caller: n}}`` from an ``objdump -d`` listing of the whole image (or of just
+    its function headers and the lines naming a target). A change that swaps one callee for
+    another shows here as counts that move between targets, whatever the compiler inlined."""
+    out: dict[str, dict[str, int]] = {t: {} for t in targets}
+    caller = ""
+    for line in objdump_text.splitlines():
+        if m := _FUNCTION.match(line):
+            caller = m[1]
+            continue
+        m = _INSN.match(line)
+        if not m or not (m[2].startswith("call") or m[2].startswith("jmp")):
+            continue
+        target = Insn(int(m[1], 16), m[2], m[3].strip()).target
+        if target in out and "+0x" not in m[3]:
+            out[target][caller] = out[target].get(caller, 0) + 1
+    return out
+
+
+def probe_targets(nm_text: str, functions: list[str]) -> dict[str, list[str]]:
+    """Each function a chapter's probes attach to, with its out-of-line copies in the image.
+    A probe by name sees every call only when the list is exactly ``[name]``: no copy means it
+    was inlined, a clone (``.isra.0``) means some callers call something else."""
+    syms = symbols(nm_text)
+    return {fn: sorted(copies(fn, syms)) for fn in functions}
+
+
 def evidence(nm_text: str, listings: dict[str, str], functions: list[str]) -> dict[str, Any]:
     """Combine symbols and caller listings into the JSON the manifest records."""
     syms = symbols(nm_text)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import time
@@ -153,20 +154,24 @@ def cmd_build(a: argparse.Namespace) -> None:
 
 
 def cmd_inspect(a: argparse.Namespace) -> None:
-    """When the experiment has ``inspect: {callers: [...]}``, record the out-of-line copies of
-    every function the series forces inline and the callers' probe region (:mod:`lab.inspect`),
-    read from the variant's vmlinux with the root's binutils. Image sizes are the build's."""
+    """Clock-free evidence from the variant's vmlinux (:mod:`lab.inspect`, the root's binutils),
+    as the experiment's ``inspect:`` asks: ``callers`` records the out-of-line copies of every
+    function the series forces inline and the callers' probe region; ``calls`` every call site
+    of the named functions; ``probes`` the out-of-line copies of each probe target. Image
+    sizes are the build's."""
     exp = load_experiment(a)
     v = exp.variants[a.variant]
     artifacts = Path(read_json(a.build)["artifacts"])
     root = Path(read_json(a.root)["root"])
-    callers = list((exp.raw.get("inspect") or {}).get("callers", []))
+    wanted = exp.raw.get("inspect") or {}
+    callers = list(wanted.get("callers", []))
     with stage("inspect", f"{exp.name}/{v.name}", None) as stamp:
         stamp.update(variant=v.name, build=exp.build_name(v.name))
+
+        def tool(*argv: str) -> str:
+            return run(toolchain.in_root(root, list(argv), {artifacts: build.BUILD}),
+                       what=f"{argv[0]} of {v.name}'s vmlinux").stdout
         if callers:
-            def tool(*argv: str) -> str:
-                return run(toolchain.in_root(root, list(argv), {artifacts: build.BUILD}),
-                           what=f"{argv[0]} of {v.name}'s vmlinux").stdout
             ser = series.load(exp.series)
             functions = inspect.forced_inline([p for p in ser.patches
                                                if p not in ser.instrument])
@@ -174,6 +179,25 @@ def cmd_inspect(a: argparse.Namespace) -> None:
                                 f"{build.BUILD}/vmlinux") for c in callers}
             stamp["evidence"] = inspect.evidence(
                 tool("nm", "-S", "--defined-only", f"{build.BUILD}/vmlinux"), listings, functions)
+        if wanted.get("calls"):
+            # the whole image's listing is large: keep function headers and lines naming a target
+            names = "|".join(re.escape(t) for t in wanted["calls"])
+            listing = tool("sh", "-c", f"objdump -d --no-show-raw-insn {build.BUILD}/vmlinux | "
+                           f"grep -E '^[0-9a-f]+ <|<({names})>$' || true")
+            stamp.setdefault("evidence", {})["call_sites"] = inspect.call_sites(
+                listing, list(wanted["calls"]))
+        if wanted.get("probes"):
+            targets = inspect.probe_targets(
+                tool("nm", "-S", "--defined-only", f"{build.BUILD}/vmlinux"),
+                list(wanted["probes"]))
+            bad = {fn: found for fn, found in targets.items() if found != [fn]}
+            if bad:
+                raise StageError(
+                    f"{exp.name}/{v.name}: probe targets not out of line under their own name "
+                    f"in the vmlinux: {bad} ([] = inlined everywhere, a .isra/.constprop name "
+                    f"= a clone the probe would miss). Fix: mark them noinline in the "
+                    f"chapter's instrument patch, or probe their callers")
+            stamp.setdefault("evidence", {})["probe_targets"] = targets
     write_json(Path(a.out), stamp)
 
 

@@ -38,6 +38,9 @@ SUITE = "sid"
 PACKAGES: tuple[str, ...] = (
     # compilers of the seed authors, and the kernel's build dependencies
     "gcc-15", "g++-15", "clang-21", "lld-21", "llvm-21", "pahole", "ccache",
+    # BPF programs with arena pointers (scx_qmap): clang 21 drops address-space casts that
+    # the verifier needs; 22 emits them
+    "clang-22",
     "make", "bc", "bison", "flex", "libelf-dev", "libssl-dev", "cpio", "kmod", "python3",
     "perl", "rsync", "xz-utils", "zstd", "libc6-dev",
     # tools the guest workloads use

@@ -134,7 +134,7 @@ rule inspect:
         "inspect/{chapter}/{variant}.json",
     params:
         common=common,
-        callers=lambda wc: (exp_of(wc).raw.get("inspect") or {}).get("callers", []),
+        inspect=lambda wc: repr(exp_of(wc).raw.get("inspect") or {}),
     resources:
         machine=1,
     shell:
