@@ -171,14 +171,15 @@ def cmd_inspect(a: argparse.Namespace) -> None:
         def tool(*argv: str) -> str:
             return run(toolchain.in_root(root, list(argv), {artifacts: build.BUILD}),
                        what=f"{argv[0]} of {v.name}'s vmlinux").stdout
+        nm = (tool("nm", "-S", "--defined-only", f"{build.BUILD}/vmlinux")
+              if callers or wanted.get("probes") else "")
         if callers:
             ser = series.load(exp.series)
             functions = inspect.forced_inline([p for p in ser.patches
                                                if p not in ser.instrument])
             listings = {c: tool("objdump", "-d", "--no-show-raw-insn", f"--disassemble={c}",
                                 f"{build.BUILD}/vmlinux") for c in callers}
-            stamp["evidence"] = inspect.evidence(
-                tool("nm", "-S", "--defined-only", f"{build.BUILD}/vmlinux"), listings, functions)
+            stamp["evidence"] = inspect.evidence(nm, listings, functions)
         if wanted.get("calls"):
             # the whole image's listing is large: keep function headers and lines naming a target
             names = "|".join(re.escape(t) for t in wanted["calls"])
@@ -187,9 +188,7 @@ def cmd_inspect(a: argparse.Namespace) -> None:
             stamp.setdefault("evidence", {})["call_sites"] = inspect.call_sites(
                 listing, list(wanted["calls"]))
         if wanted.get("probes"):
-            targets = inspect.probe_targets(
-                tool("nm", "-S", "--defined-only", f"{build.BUILD}/vmlinux"),
-                list(wanted["probes"]))
+            targets = inspect.probe_targets(nm, list(wanted["probes"]))
             bad = {fn: found for fn, found in targets.items() if found != [fn]}
             if bad:
                 raise StageError(

@@ -33,18 +33,21 @@ FALLBACK = "schedule_deferred"
 TARGETS = ("irq_work_queue", "irq_work_queue_on")
 
 
-def compare(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
+Chosen = dict[str, runs.Run]
+"""Each kernel's boots pooled from every run made like its newest one
+(:func:`lab.runs.pooled_per_variant`): what every function below reads, pooled once."""
+
+
+def compare(cited: pd.DataFrame, chosen: Chosen) -> pd.DataFrame:
     """The chapter's comparison (:func:`lab.scorecard.compare`) of the per-million outlier
-    rates, each kernel pooled from every run made like its newest one."""
-    chosen = runs.pooled_per_variant(chapter_runs)
+    rates."""
     cited = cited[cited["chapter"] == CHAPTER]
     return scorecard.compare(cited, chosen, scorecard.measures_from_experiment(chosen, cited))
 
 
-def per_boot(chapter_runs: list[runs.Run], metrics: tuple[str, ...]) -> pd.DataFrame:
+def per_boot(chosen: Chosen, metrics: tuple[str, ...]) -> pd.DataFrame:
     """One row per boot of each kernel: ``kernel``, ``run_id``, ``rep`` and the metrics (a
     counter bpftrace never incremented is 0, see parse.py)."""
-    chosen = runs.pooled_per_variant(chapter_runs)
     frames = []
     for role, variant in ROLES.items():
         if variant not in chosen:
@@ -57,11 +60,10 @@ def per_boot(chapter_runs: list[runs.Run], metrics: tuple[str, ...]) -> pd.DataF
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def histogram(chapter_runs: list[runs.Run], name: str) -> pd.DataFrame:
+def histogram(chosen: Chosen, name: str) -> pd.DataFrame:
     """Bucket counts of a residence.bt histogram (``residence_us`` or ``deferral_us``), summed
     over each kernel's boots: ``kernel``, ``low_us`` (the power-of-two bucket's lower bound),
     ``count`` and ``share`` of the kernel's total."""
-    chosen = runs.pooled_per_variant(chapter_runs)
     rows = []
     for role, variant in ROLES.items():
         if variant not in chosen:
@@ -77,10 +79,9 @@ def histogram(chapter_runs: list[runs.Run], name: str) -> pd.DataFrame:
     return frame.sort_values(["kernel", "low_us"], ignore_index=True)
 
 
-def call_sites(chapter_runs: list[runs.Run]) -> pd.DataFrame:
-    """Per built kernel of the newest run: call sites of each irq_work entry point in
-    ``schedule_deferred()`` and in the whole image (lab.inspect's ``call_sites``)."""
-    chosen = runs.pooled_per_variant(chapter_runs)
+def call_sites(chosen: Chosen) -> pd.DataFrame:
+    """Per built kernel: call sites of each irq_work entry point in ``schedule_deferred()``
+    and in the whole image (lab.inspect's ``call_sites``)."""
     rows = []
     for role, variant in ROLES.items():
         if variant not in chosen:
@@ -124,9 +125,8 @@ def _static_verdict(sites: pd.DataFrame) -> tuple[str, verdicts.Verdict]:
                                   f"{got}: the builds do not differ by the patch alone")
 
 
-def mechanism_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
+def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> pd.DataFrame:
     """The three mechanism rows (module docstring), each beside the cited >128us change."""
-    chosen = runs.pooled_per_variant(chapter_runs)
     by_id = cited[cited["chapter"] == CHAPTER].set_index("id")
     if CHANGES[0] not in by_id.index or not all(v in chosen for v in ROLES.values()):
         return pd.DataFrame(columns=scorecard.DERIVED_COLUMNS)
@@ -136,7 +136,7 @@ def mechanism_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Data
     run_id = " + ".join(dict.fromkeys(chosen[v].run_id for v in ROLES.values()))
     rows = []
 
-    boots = per_boot(chapter_runs, ("ran_on_owner", "ran_elsewhere", "deferral_avg_ns"))
+    boots = per_boot(chosen, ("ran_on_owner", "ran_elsewhere", "deferral_avg_ns"))
     boots["owner_share"] = boots["ran_on_owner"] / (boots["ran_on_owner"] +
                                                     boots["ran_elsewhere"])
     by_kernel = {k: part for k, part in boots.groupby("kernel")}
@@ -162,7 +162,7 @@ def mechanism_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Data
                                                   "work, the latency the patch trades",
                                                   limits), run_id, manifest))
 
-    sites = call_sites(chapter_runs)
+    sites = call_sites(chosen)
     if len(sites):
         ours, verdict = _static_verdict(sites)
         rows.append(_row(entry, "sched-ext-mechanism-call-sites",
@@ -176,7 +176,8 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
     counts as absolute values, the changes judged from the per-million rates) and the
     mechanism rows."""
     cited = cited[cited["chapter"] == CHAPTER]
-    compared = scorecard.verdict_rows(compare(cited, chapter_runs), cited)
-    mechanism = mechanism_rows(cited, chapter_runs)
+    chosen = runs.pooled_per_variant(chapter_runs)
+    compared = scorecard.verdict_rows(compare(cited, chosen), cited)
+    mechanism = mechanism_rows(cited, chosen)
     return pd.concat([f for f in (compared, mechanism) if len(f)] or [compared],
                      ignore_index=True)

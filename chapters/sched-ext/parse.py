@@ -50,14 +50,14 @@ def sections(text: str, source: str) -> dict[str, list[str]]:
     for line in lines:
         if line.startswith("error="):
             raise StageError(f"{source}: the guest script failed: {line[len('error='):]}")
-    body = [line for line in lines if line.strip()]
-    if not body or body[-1].strip() != "end=ok":
-        last = body[-1] if body else "(empty)"
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    if not filled or lines[filled[-1]].strip() != "end=ok":
+        last = lines[filled[-1]] if filled else "(empty)"
         raise StageError(f"{source}: truncated guest output: the last line is {last!r}, "
                          "not 'end=ok'")
     found: dict[str, list[str]] = {}
     current = None
-    for line in lines[:len(lines) - lines[::-1].index(body[-1]) - 1]:
+    for line in lines[:filled[-1]]:
         if m := SECTION.match(line):
             current = m[1]
             if current in found:
