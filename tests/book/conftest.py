@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lab import ROOT
+from tests.book import unavailable
 
 BOOK_SOURCES = ("book", "notebooks", "data", "lab", "conf.py", "chapters", "configs", "workflow",
                 "patches", "CITATION.cff")
@@ -31,11 +32,8 @@ def seeds() -> Path:
     """The seed directory; CI always has it, a reader's clone may not."""
     found = seeds_dir()
     if found is None:
-        message = ("seed mails not found: set KERNEL_BOOK_SEEDS to the directory holding "
-                   "000_*.txt ... 004_*.txt (CI has them in ../shared/seeds)")
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable("seed mails not found: set KERNEL_BOOK_SEEDS to the directory holding "
+                    "000_*.txt ... 004_*.txt (CI has them in ../shared/seeds)")
     return found
 
 

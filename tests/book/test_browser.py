@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from lab import ROOT, chapters
-from tests.book import chromium
+from tests.book import chromium, unavailable
 
 DESKTOP, PHONE = 1400, 420
 SCREENSHOTS = Path(os.environ.get("KERNEL_BOOK_SCREENSHOTS", ROOT / "_build" / "screenshots"))
@@ -148,11 +148,8 @@ def report(html: Path) -> Iterator[dict[str, Any]]:
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)  # no tile of an older, longer page stays
     executable = chromium.find()
     if executable is None:
-        message = ("Chromium not found: install Debian's chromium (as root: make browser-deps)"
-                   " or set KERNEL_BOOK_CHROMIUM")
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable("Chromium not found: install Debian's chromium (as root: make browser-deps)"
+                    " or set KERNEL_BOOK_CHROMIUM")
     found: dict[str, list[Any]] = {k: [] for k in
                                    ("console", "images", "links", "desktop", "phone",
                                     "network", "screenshots", "pages")}

@@ -7,7 +7,6 @@ first); ``make test-pdf`` runs only this.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from lab import ROOT, chapters
+from tests.book import unavailable
 from tests.book.conftest import sphinx
 
 pytestmark = pytest.mark.pdf
@@ -40,10 +40,7 @@ def plain(text: str) -> str:
 def pdf(built: Path) -> Path:
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
-        message = f"{', '.join(missing)} not found: as root, make pdf-deps"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(f"{', '.join(missing)} not found: as root, make pdf-deps")
     result = sphinx(built, "latex")
     assert result.returncode == 0, result.stdout + result.stderr
     latex = built / "_build" / "latex"
