@@ -49,6 +49,8 @@ class Change:
     high: float
     n_baseline: int
     n_patched: int
+    unit: str = "%"
+    """"%" for a relative change; " points" for a difference of two shares (a perf diff delta)."""
 
     @property
     def sign(self) -> int:
@@ -66,11 +68,15 @@ class Change:
 
     def interval(self) -> str:
         """The interval as the book prints it, e.g. "-12.5 to +40.0 %"."""
-        return f"{self.low:+.1f} to {self.high:+.1f} %"
+        return f"{self.low:+.1f} to {self.high:+.1f}{self._suffix}"
+
+    @property
+    def _suffix(self) -> str:
+        return " %" if self.unit == "%" else self.unit
 
     def describe(self) -> str:
         """The change with its interval, e.g. "+8.1 % (95 % CI -12.5 to +40.0 %)"."""
-        return f"{self.percent:+.1f} % ({LEVEL} CI {self.interval()})"
+        return f"{self.percent:+.1f}{self._suffix} ({LEVEL} CI {self.interval()})"
 
 
 def _values(name: str, values: Sequence[float]) -> np.ndarray:
@@ -124,6 +130,43 @@ def percent_change(baseline: Sequence[float], patched: Sequence[float], *,
     diff, low, high = (float(x) for x in log_ratio_interval(base, patch, confidence))
     return Change(percent=100 * float(np.expm1(diff)), low=100 * float(np.expm1(low)),
                   high=100 * float(np.expm1(high)), n_baseline=len(base), n_patched=len(patch))
+
+
+def difference_interval(baseline: np.ndarray, patched: np.ndarray,
+                        confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray,
+                                                                 np.ndarray]:
+    """Difference of means (patched minus baseline) and its Welch interval, along the last axis.
+
+    For quantities whose difference, not ratio, is the cited number: a symbol's share of a
+    profile, whose change ``perf diff`` prints in percentage points. The same interval as
+    :func:`log_ratio_interval`, on the values themselves.
+    """
+    diff = patched.mean(axis=-1) - baseline.mean(axis=-1)
+    still = (baseline.var(axis=-1) == 0) & (patched.var(axis=-1) == 0)
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = scipy_stats.ttest_ind(patched, baseline, axis=-1, equal_var=False)
+        ci = result.confidence_interval(confidence_level=confidence)
+    return diff, np.where(still, diff, ci.low), np.where(still, diff, ci.high)
+
+
+def point_change(baseline: Sequence[float], patched: Sequence[float], *,
+                 confidence: float = CONFIDENCE) -> Change:
+    """mean(patched) - mean(baseline) of two sets of shares in percent, in percentage points,
+    with its interval: ``perf diff``'s delta column over boots. A share may be 0 (a symbol
+    absent from a profile), so no logarithm is taken."""
+    base = np.asarray(baseline, dtype=float)
+    patch = np.asarray(patched, dtype=float)
+    for name, array in (("baseline", base), ("patched", patch)):
+        if array.ndim != 1 or not np.all(np.isfinite(array)):
+            raise ValueError(f"{name}: {array.tolist()} is not a flat list of finite shares")
+        if len(array) < 2:
+            raise NotEnoughRepetitions(
+                f"{name}: {len(array)} repetition(s); a confidence interval needs at least 2 "
+                "per kernel. Fix: measure more repetitions (reps: in chapter.yaml)")
+    diff, low, high = (float(x) for x in difference_interval(base, patch, confidence))
+    return Change(percent=diff, low=low, high=high, n_baseline=len(base),
+                  n_patched=len(patch), unit=" points")
 
 
 def exact_change(baseline: float, patched: float) -> Change:

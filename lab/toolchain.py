@@ -45,6 +45,8 @@ PACKAGES: tuple[str, ...] = (
     "perl", "rsync", "xz-utils", "zstd", "libc6-dev",
     # tools the guest workloads use
     "linux-perf", "bpftool", "stress-ng", "bpftrace", "liburing-dev", "procps",
+    # HTTP load over loopback for the io-wq chapter's server
+    "wrk",
 )
 """Packages the root is asked for; the lock (``LOCK_FILE``) holds them and their dependencies
 at exact versions, and must be refreshed (``make toolchain-lock``) when this list changes."""

@@ -93,3 +93,26 @@ def test_a_value_without_a_logarithm_is_refused(baseline: list[float], patched: 
 def test_a_missing_value_is_refused() -> None:
     with pytest.raises(ValueError, match="NaN"):
         stats.percent_change([1, float("nan")], [1, 2])
+
+
+@pytest.mark.parametrize("n", [3, 5])
+@pytest.mark.parametrize(("sigma_baseline", "sigma_patched"), [(0.5, 0.5), (1.0, 0.5)])
+def test_the_point_interval_covers_a_known_difference_95_percent_of_the_time(
+        n: int, sigma_baseline: float, sigma_patched: float) -> None:
+    """Normal shares with a known difference (the io-wq chapter's cited -9.24 points)."""
+    rng = np.random.default_rng(7000 * n + int(10 * sigma_baseline))
+    delta = -9.24
+    baseline = rng.normal(42.25, sigma_baseline, (TRIALS, n))
+    patched = rng.normal(42.25 + delta, sigma_patched, (TRIALS, n))
+    _, low, high = stats.difference_interval(baseline, patched)
+    coverage = np.mean((low <= delta) & (delta <= high))
+    assert 0.95 - MC_TOLERANCE <= coverage <= 0.95 + CONSERVATIVE, coverage
+
+
+def test_point_change_is_in_points_and_takes_zero_shares() -> None:
+    change = stats.point_change([0.0, 0.0, 0.0], [1.0, 1.2, 0.8])
+    assert change.percent == pytest.approx(1.0)
+    assert change.low < 1.0 < change.high
+    assert change.describe().startswith("+1.0 points (95 % CI ")
+    with pytest.raises(stats.NotEnoughRepetitions, match="at least 2"):
+        stats.point_change([1.0], [2.0, 3.0])

@@ -1,0 +1,48 @@
+#!/bin/sh
+# io-wq chapter, timed kernels: the author's micro-benchmark, a flood of IORING_OP_NOP with
+# IOSQE_ASYNC (every request goes to an io-wq worker), under perf (chapters/io-wq/).
+#
+# Order: an inline control (no IOSQE_ASYNC, no io-wq, no perf), then the ASYNC flood under
+# `perf record -e cpu-clock` (no PMU under TCG; without -a, the process and the io-wq workers
+# it creates are recorded), its flat profile, then the same flood under `perf lock record`
+# and its contention table by caller (lock:contention_begin/end; no BPF in Debian's perf).
+# Stdout: key=value lines and sections "== <name>" ... "== end <name>", then "end=ok"
+# (chapters/io-wq/parse.py).
+set -u
+. /tmp/kb/bin/common.sh
+OPS=5000000
+LOCK_OPS=1000000
+
+only_role timed
+perf_setup
+
+echo "== control"
+$BIN/nop --ops $OPS --timeout 200 || fail "nop (inline control) failed"
+echo "== end control"
+
+echo "== async"
+perf record -q -e cpu-clock -F 1000 -o $W/nop.data -- \
+	$BIN/nop --async --ops $OPS --timeout 300 > $W/async.out 2> $W/record.err
+rc=$?
+cat $W/async.out
+[ $rc -eq 0 ] || fail "perf record -- nop --async exited $rc: $(tail -n 3 $W/record.err | tr '\n' '|')"
+echo "== end async"
+report nop.data
+
+echo "== lock"
+perf lock record -q -o $W/lock.data -- \
+	$BIN/nop --async --ops $LOCK_OPS --timeout 300 > $W/lock.out 2> $W/lock.err
+rc=$?
+cat $W/lock.out
+[ $rc -eq 0 ] || fail "perf lock record -- nop --async exited $rc: $(tail -n 3 $W/lock.err | tr '\n' '|')"
+echo "== end lock"
+echo "== contention"
+# perf lock prints its table to stderr unless --output names a file. The callers: the
+# recorded stack starts in queued_spin_lock_slowpath (the trace event's site), so one frame
+# is skipped and perf skips the lock functions after it
+perf lock contention -i $W/lock.data -E 1000 -F contended,wait_total,wait_max,avg_wait \
+	--stack-skip 1 -x ';' --output $W/contention.txt 2> $W/contention.err ||
+	fail "perf lock contention failed: $(tail -n 3 $W/contention.err | tr '\n' '|')"
+cat $W/contention.txt
+echo "== end contention"
+echo "end=ok"

@@ -1,0 +1,116 @@
+"""The io-wq parsers on what the guest scripts really printed, and on broken variants of them.
+
+Fixtures (``fixtures/``), captured under TCG on 2026-11-23 (2 vCPUs) before the first
+committed run: ``nop-k0.out`` and ``http-k0.out`` from a 7.2.13 boot, ``race-p8.out`` from a
+boot of the patch-8 race kernel, ``lockstat-k2.out`` from the CONFIG_LOCK_STAT build of k2,
+and ``nop-race-kernel.out``, what nop.sh prints on a kernel of another role.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from lab import chapters
+from lab.command import StageError
+
+parse = chapters.get("io-wq").module("parse")
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def text(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def rows(parser: str, name: str, body: str | None = None) -> dict[str, float]:
+    return dict(parse.PARSERS[parser](text(name) if body is None else body, name))
+
+
+def profile_lines(body: str, report: str) -> list[str]:
+    start = body.index(f"== report {report}\n") + len(f"== report {report}\n")
+    return body[start:body.index(f"== end report {report}")].splitlines()
+
+
+def test_the_flood_gives_rates_workers_and_a_whole_profile() -> None:
+    r = rows("nop", "nop-k0.out")
+    assert r["ran"] == 1
+    assert r["async.ops"] == 5_000_000 and r["control.ops"] == 5_000_000
+    assert r["async.ops_per_second"] == pytest.approx(r["async.ops"] / r["async.seconds"],
+                                                      rel=1e-3)
+    assert 1 <= r["async.peak_workers"] <= 8 and r["control.peak_workers"] == 0
+    shares = {k: v for k, v in r.items() if k.startswith("share.")}
+    # every line of the report is a row (kernel symbols by name, user space summed)
+    lines = [ln for ln in profile_lines(text("nop-k0.out"), "nop.data") if ln.strip()]
+    names = {ln.split("[k] ")[1].strip() for ln in lines if "[k]" in ln}
+    assert len(shares) == len(names) + 1
+    # io_run_task_work is two static functions of that name: two lines, one summed row
+    twice = [float(ln.split("%")[0]) for ln in lines if ln.rstrip().endswith("io_run_task_work")]
+    assert len(twice) == 2 and r["share.io_run_task_work"] == pytest.approx(sum(twice))
+    assert sum(shares.values()) == pytest.approx(100, abs=0.5)
+    samples = sum(int(ln.split(";")[1]) for ln in lines)
+    assert r["profile.samples"] == samples
+    slow = next(ln for ln in lines if ln.rstrip().endswith("] queued_spin_lock_slowpath"))
+    assert r["share.queued_spin_lock_slowpath"] == float(slow.split("%")[0])
+
+
+def test_the_contention_table_counts_per_caller() -> None:
+    r = rows("nop", "nop-k0.out")
+    body = text("nop-k0.out")
+    table = body[body.index("== contention\n"):body.index("== end contention")].splitlines()
+    events = sum(int(ln.split(";")[0]) for ln in table[2:] if ln.strip())
+    assert r["lock.contended_total"] == events
+    assert sum(v for k, v in r.items() if k.startswith("contended.")) == events
+    assert r["lock.ops"] == 1_000_000
+
+
+def test_the_http_analogue_gives_wrk_server_and_profile_rows() -> None:
+    r = rows("http", "http-k0.out")
+    assert r["wrk.requests_per_second"] > 0
+    # the server answered at least what wrk counted (wrk stops counting at its deadline)
+    assert r["server.requests"] >= r["wrk.requests"] and r["server.errors"] == 0
+    assert r["profile.samples"] > 1000 and "share.queued_spin_lock_slowpath" in r
+
+
+def test_race_and_lockstat_rows() -> None:
+    r = rows("race", "race-p8.out")
+    assert r["race.trials"] > 0 and 0 <= r["race.lost"] <= r["race.trials"]
+    s = rows("lockstat", "lockstat-k2.out")
+    assert s["flood.ops"] > 0
+    assert s["lockstat.&acct->lock.acquisitions"] >= s["flood.ops"]
+    assert s["lockstat.&hash->wait.acquisitions"] >= s["flood.ops"] * 0.9
+
+
+def test_a_workload_of_another_role_is_one_row() -> None:
+    assert rows("nop", "nop-race-kernel.out") == {"ran": 0.0}
+
+
+@pytest.mark.parametrize(("name", "parser", "edit", "message"), [
+    ("nop-k0.out", "nop", lambda t: t.replace("end=ok", ""), "truncated"),
+    ("nop-k0.out", "nop", lambda t: t.replace("== end async\n", ""), "is not closed"),
+    ("nop-k0.out", "nop", lambda t: t + "error=perf died\n", "the guest script failed"),
+    ("nop-k0.out", "nop", lambda t: re.sub(r"== control\n.*?== end control\n", "", t,
+                                           flags=re.S), "sections \\['control'\\] missing"),
+    # a report with another --sort order, or a human (not field-separated) layout
+    ("nop-k0.out", "nop", lambda t: re.sub(r"\n( *[\d.]+%) *; *(\d+) *;", r"\n\1 \2 ", t,
+                                           count=1), "is not 'overhead%;samples"),
+    # lines lost from the report (a --percent-limit)
+    ("nop-k0.out", "nop", lambda t: re.sub(r"(== report nop.data\n)(?:.*\n){3}", r"\1", t),
+     "sum to"),
+    ("nop-k0.out", "nop", lambda t: t.replace("# output: contended; total wait",
+                                              "# output: contended; wait total"),
+     "contention table's header"),
+    ("http-k0.out", "http", lambda t: t.replace("Requests/sec:", "Reqs/sec:"),
+     "wrk's summary"),
+    ("http-k0.out", "http", lambda t: t.replace("Requests/sec:",
+                                                "  Non-2xx or 3xx responses: 12\nRequests/sec:"),
+     "error responses"),
+    ("race-p8.out", "race", lambda t: re.sub(r"lost=\d+\n", "", t), "no trials= or lost="),
+    ("lockstat-k2.out", "lockstat", lambda t: re.sub(r".*&acct->lock:.*\n", "", t),
+     "no &acct->lock class"),
+    ("nop-race-kernel.out", "nop", lambda t: t.replace("role=race\n", ""), "no role= and ran="),
+])
+def test_broken_output_fails_naming_the_problem(name, parser, edit, message) -> None:
+    with pytest.raises(StageError, match=message):
+        rows(parser, name, edit(text(name)))
