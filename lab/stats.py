@@ -50,7 +50,8 @@ class Change:
     n_baseline: int
     n_patched: int
     unit: str = "%"
-    """"%" for a relative change; " points" for a difference of two shares (a perf diff delta)."""
+    """"%" for a relative change; " points" for a difference of two shares (a perf diff delta),
+    or the unit of another difference (" per request")."""
 
     @property
     def sign(self) -> int:
@@ -68,15 +69,16 @@ class Change:
 
     def interval(self) -> str:
         """The interval as the book prints it, e.g. "-12.5 to +40.0 %"."""
-        return f"{self.low:+.1f} to {self.high:+.1f}{self._suffix}"
+        return f"{self.low:+.1f} to {self.high:+.1f}{self.suffix}"
 
     @property
-    def _suffix(self) -> str:
+    def suffix(self) -> str:
+        """The unit as printed after a number: " %", " points", ..."""
         return " %" if self.unit == "%" else self.unit
 
     def describe(self) -> str:
         """The change with its interval, e.g. "+8.1 % (95 % CI -12.5 to +40.0 %)"."""
-        return f"{self.percent:+.1f}{self._suffix} ({LEVEL} CI {self.interval()})"
+        return f"{self.percent:+.1f}{self.suffix} ({LEVEL} CI {self.interval()})"
 
 
 def _values(name: str, values: Sequence[float]) -> np.ndarray:
@@ -151,10 +153,10 @@ def difference_interval(baseline: np.ndarray, patched: np.ndarray,
 
 
 def point_change(baseline: Sequence[float], patched: Sequence[float], *,
-                 confidence: float = CONFIDENCE) -> Change:
-    """mean(patched) - mean(baseline) of two sets of shares in percent, in percentage points,
-    with its interval: ``perf diff``'s delta column over boots. A share may be 0 (a symbol
-    absent from a profile), so no logarithm is taken."""
+                 confidence: float = CONFIDENCE, unit: str = " points") -> Change:
+    """mean(patched) - mean(baseline), with its interval: for shares in percent the change in
+    percentage points (``perf diff``'s delta column over boots), for a rate that may be 0 (a
+    lock a kernel no longer takes) the change in ``unit``. No logarithm is taken."""
     base = np.asarray(baseline, dtype=float)
     patch = np.asarray(patched, dtype=float)
     for name, array in (("baseline", base), ("patched", patch)):
@@ -166,7 +168,7 @@ def point_change(baseline: Sequence[float], patched: Sequence[float], *,
                 "per kernel. Fix: measure more repetitions (reps: in chapter.yaml)")
     diff, low, high = (float(x) for x in difference_interval(base, patch, confidence))
     return Change(percent=diff, low=low, high=high, n_baseline=len(base),
-                  n_patched=len(patch), unit=" points")
+                  n_patched=len(patch), unit=unit)
 
 
 def exact_change(baseline: float, patched: float) -> Change:

@@ -67,7 +67,7 @@ def _word(sign: int) -> str:
 
 def _ours(change: stats.Change) -> str:
     if change.low == change.high:
-        return f"our exact change {change.percent:+.3f} %"
+        return f"our exact change {change.percent:+.3f}{change.suffix}"
     return f"our {stats.LEVEL} CI {change.interval()}"
 
 
@@ -80,7 +80,7 @@ def judge_change(change: stats.Change, cited_percent: float, environment: str, *
     IBPB in the guest), which makes the verdict "inconclusive here" whatever the interval says.
     """
     cited_sign = int(np.sign(cited_percent))
-    cited = f"{cited_percent:+.1f} %"
+    cited = f"{cited_percent:+.1f}{change.suffix}"
     ours = _ours(change)
     if cannot_show:
         return Verdict(INCONCLUSIVE, f"{ours}, but this environment cannot show the cited "
