@@ -107,16 +107,7 @@ def log_ratio_interval(baseline: np.ndarray, patched: np.ndarray,
 
     When neither kernel varies at all (a deterministic count), the interval is the point.
     """
-    log_base, log_patch = np.log(baseline), np.log(patched)
-    diff = log_patch.mean(axis=-1) - log_base.mean(axis=-1)
-    still = (log_base.var(axis=-1) == 0) & (log_patch.var(axis=-1) == 0)
-    # A kernel whose boots agree exactly (an instruction count) is not an error: scipy warns
-    # about the lost precision of a zero variance, and the point interval above replaces it.
-    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        result = scipy_stats.ttest_ind(log_patch, log_base, axis=-1, equal_var=False)
-        ci = result.confidence_interval(confidence_level=confidence)
-    return diff, np.where(still, diff, ci.low), np.where(still, diff, ci.high)
+    return difference_interval(np.log(baseline), np.log(patched), confidence)
 
 
 def percent_change(baseline: Sequence[float], patched: Sequence[float], *,
@@ -140,11 +131,13 @@ def difference_interval(baseline: np.ndarray, patched: np.ndarray,
     """Difference of means (patched minus baseline) and its Welch interval, along the last axis.
 
     For quantities whose difference, not ratio, is the cited number: a symbol's share of a
-    profile, whose change ``perf diff`` prints in percentage points. The same interval as
-    :func:`log_ratio_interval`, on the values themselves.
+    profile, whose change ``perf diff`` prints in percentage points; on log values it is
+    :func:`log_ratio_interval`. When neither kernel varies at all, the interval is the point.
     """
     diff = patched.mean(axis=-1) - baseline.mean(axis=-1)
     still = (baseline.var(axis=-1) == 0) & (patched.var(axis=-1) == 0)
+    # A kernel whose boots agree exactly (an instruction count) is not an error: scipy warns
+    # about the lost precision of a zero variance, and the point interval above replaces it.
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         result = scipy_stats.ttest_ind(patched, baseline, axis=-1, equal_var=False)
