@@ -226,8 +226,9 @@ def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
             got = shares(chosen, "nop", SLOWPATH)[ROLES["baseline"]]
             rows.append(_row(entry, f"k2, NOP flood: {SLOWPATH} {got.mean():.2f} % of samples "
                              f"({runs.describe(got)})", verdicts.not_comparable(
-                                 "a share of the author's production server's CPU time; ours "
-                                 "is the spin share of a 2-vCPU guest's flood, shown for scale"),
+                                 "a share of the CPU time of the author's own io_uring web "
+                                 "server; ours is the spin share of a 2-vCPU guest's flood, "
+                                 "shown for scale"),
                              run_id, manifest))
             continue
         symbol = _symbol(str(entry["row"]))
