@@ -81,7 +81,9 @@ class Change:
         return f"{self.percent:+.1f}{self.suffix} ({LEVEL} CI {self.interval()})"
 
 
-def _values(name: str, values: Sequence[float]) -> np.ndarray:
+def _values(name: str, values: Sequence[float], *, positive: bool = True) -> np.ndarray:
+    """The repetitions as an array, checked: flat, finite, at least two, and (for a ratio,
+    ``positive``) above 0."""
     array = np.asarray(values, dtype=float)
     if array.ndim != 1:
         raise ValueError(f"{name}: expected a flat list of repetitions, got shape {array.shape}")
@@ -92,7 +94,7 @@ def _values(name: str, values: Sequence[float]) -> np.ndarray:
         raise NotEnoughRepetitions(
             f"{name}: {len(array)} repetition(s); a confidence interval needs at least 2 per "
             "kernel. Fix: measure more repetitions (reps: in chapters/<chapter>/chapter.yaml)")
-    if np.any(array <= 0):
+    if positive and np.any(array <= 0):
         raise ValueError(f"{name} {array.tolist()} holds a value <= 0, which has no logarithm, "
                          "so no ratio can be formed. Fix: exclude such values (a stopped clock, "
                          "an error code) and say how many, before comparing")
@@ -150,15 +152,8 @@ def point_change(baseline: Sequence[float], patched: Sequence[float], *,
     """mean(patched) - mean(baseline), with its interval: for shares in percent the change in
     percentage points (``perf diff``'s delta column over boots), for a rate that may be 0 (a
     lock a kernel no longer takes) the change in ``unit``. No logarithm is taken."""
-    base = np.asarray(baseline, dtype=float)
-    patch = np.asarray(patched, dtype=float)
-    for name, array in (("baseline", base), ("patched", patch)):
-        if array.ndim != 1 or not np.all(np.isfinite(array)):
-            raise ValueError(f"{name}: {array.tolist()} is not a flat list of finite shares")
-        if len(array) < 2:
-            raise NotEnoughRepetitions(
-                f"{name}: {len(array)} repetition(s); a confidence interval needs at least 2 "
-                "per kernel. Fix: measure more repetitions (reps: in chapter.yaml)")
+    base = _values("baseline", baseline, positive=False)
+    patch = _values("patched", patched, positive=False)
     diff, low, high = (float(x) for x in difference_interval(base, patch, confidence))
     return Change(percent=diff, low=low, high=high, n_baseline=len(base),
                   n_patched=len(patch), unit=unit)

@@ -22,6 +22,8 @@ never fires.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import pandas as pd
 from scipy import stats as scipy_stats
 
@@ -31,13 +33,13 @@ CHAPTER = "io-wq"
 ROLES = {"baseline": "k2", "patched": "k0"}
 """Cited role -> timed kernel of chapter.yaml."""
 RACE = {"control": "k0-window", "patch 8": "p8-window"}
+"""The race kernels: the same widened poll window, without and with 8/8."""
 LOCKSTAT = {"baseline": "lockstat-k2", "patched": "lockstat-k0"}
 """The CONFIG_LOCK_STAT builds of the two timed kernels (counts only)."""
 LOCK_CLASSES = ("&acct->lock", "&acct->workers_lock", "&hash->wait", "&worker->lock")
 """io-wq's lock classes as lockdep names them: the pending-work list's lock, the worker
 lists' lock (3/8's split, in both kernels), the hash map's wait queue (taken per finished
 chain; before 5/8 per unhashed item too) and each worker's own lock."""
-"""The race kernels: the same widened poll window, without and with 8/8."""
 LISTINGS = {"perf-diff-nop": "nop", "perf-diff-http-static": "http"}
 """Cited perf diff listing -> our workload whose profile stands for it."""
 NOT_REPRODUCIBLE = {
@@ -55,8 +57,8 @@ NOT_IN_KERNELS = {
                                     "3/8, so the rename is not between them",
 }
 """Symbols whose cited delta our kernels cannot show, and why."""
-IO_WQ_CALLERS = ("io_wq_", "io_worker_", "io_acct_", "io_wqe_", "create_io_worker",
-                 "io_queue_worker_create", "io_wq_enqueue")
+IO_WQ_CALLERS = ("io_wq_", "io_worker_", "io_acct_", "create_io_worker",
+                 "io_queue_worker_create")
 """Prefixes of the callers whose contentions are io-wq's own locks (acct->lock,
 acct->workers_lock, hash->wait.lock, worker->lock)."""
 SLOWPATH = "queued_spin_lock_slowpath"
@@ -68,6 +70,19 @@ on the instruction that enables them again."""
 
 Chosen = dict[str, runs.Run]
 """Each kernel's boots pooled from every run made like its newest one."""
+
+
+def _run_ids(chosen: Chosen, variants: Iterable[str]) -> str:
+    """The runs the named kernels' boots come from, as a row's ``run_id``."""
+    return " + ".join(dict.fromkeys(chosen[v].run_id for v in variants))
+
+
+def _boots(chosen: Chosen, variant: str, workload: str) -> Iterator[tuple[int, dict[str, float]]]:
+    """Each boot of a kernel's workload: its repetition and its metrics by name."""
+    res = chosen[variant].results
+    part = res[(res["variant"] == variant) & (res["workload"] == workload)]
+    for rep, boot in part.groupby("rep"):
+        yield rep, dict(zip(boot["metric"], boot["value"], strict=True))
 
 
 def _symbol(row: str) -> str:
@@ -103,8 +118,7 @@ def diff_table(cited: pd.DataFrame, chosen: Chosen, listing: str) -> pd.DataFram
             change = stats.point_change(got[ROLES["baseline"]], got[ROLES["patched"]])
             line.update({"k2 %": got[ROLES["baseline"]].mean(),
                          "k0 %": got[ROLES["patched"]].mean(), "delta": change.percent,
-                         "low": change.low, "high": change.high,
-                         "boots": f"{change.n_baseline}+{change.n_patched}"})
+                         "low": change.low, "high": change.high})
         rows.append(line)
     return pd.DataFrame(rows)
 
@@ -115,13 +129,12 @@ def top_symbols(chosen: Chosen, workload: str, n: int = 12) -> pd.DataFrame:
     means: dict[str, float] = {}
     for variant in ROLES.values():
         res = chosen[variant].results
-        part = res[(res["variant"] == variant) & (res["workload"] == workload)
-                   & res["metric"].str.startswith("share.") & (res["metric"] != "share.user")]
-        for metric, value in part.groupby("metric")["value"].sum().items():
-            boots = res[(res["variant"] == variant) & (res["workload"] == workload)
-                        & (res["metric"] == "profile.samples")]
-            means[metric[len("share."):]] = max(means.get(metric[len("share."):], 0.0),
-                                                value / len(boots))
+        part = res[(res["variant"] == variant) & (res["workload"] == workload)]
+        boots = (part["metric"] == "profile.samples").sum()
+        kernel = part[part["metric"].str.startswith("share.") & (part["metric"] != "share.user")]
+        for metric, value in kernel.groupby("metric")["value"].sum().items():
+            symbol = metric[len("share."):]
+            means[symbol] = max(means.get(symbol, 0.0), value / boots)
     rows = []
     for symbol in sorted(means, key=means.get, reverse=True)[:n]:
         got = shares(chosen, workload, symbol)
@@ -153,10 +166,7 @@ def perf_lock(chosen: Chosen) -> pd.DataFrame:
     waiter queues behind another (after qspinlock's pending-bit path)."""
     rows = []
     for role, variant in ROLES.items():
-        res = chosen[variant].results
-        part = res[(res["variant"] == variant) & (res["workload"] == "nop")]
-        for rep, boot in part.groupby("rep"):
-            values = dict(zip(boot["metric"], boot["value"], strict=True))
+        for rep, values in _boots(chosen, variant, "nop"):
             io_wq = sum(v for m, v in values.items() if m.startswith("contended.")
                         and m[len("contended."):].startswith(IO_WQ_CALLERS))
             rows.append({"kernel": role, "rep": rep, "requests": values["lock.ops"],
@@ -172,10 +182,7 @@ def lock_classes(chosen: Chosen) -> pd.DataFrame:
     for role, variant in LOCKSTAT.items():
         if variant not in chosen:
             continue
-        res = chosen[variant].results
-        part = res[(res["variant"] == variant) & (res["workload"] == "lockstat")]
-        for rep, boot in part.groupby("rep"):
-            values = dict(zip(boot["metric"], boot["value"], strict=True))
+        for rep, values in _boots(chosen, variant, "lockstat"):
             ops = values["flood.ops"]
             for lock in LOCK_CLASSES:
                 acquired = values.get(f"lockstat.{lock}.acquisitions", 0.0)
@@ -215,7 +222,7 @@ def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
     by_id = cited.set_index("id")
     manifest = chosen[ROLES["patched"]].manifest
     limits = runs.environment_limits(manifest)
-    run_id = " + ".join(dict.fromkeys(chosen[v].run_id for v in ROLES.values()))
+    run_id = _run_ids(chosen, ROLES.values())
     rows = []
     for _, entry in by_id.iterrows():
         if entry["table"] in NOT_REPRODUCIBLE:
@@ -254,11 +261,11 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
     entry = by_id.loc["io-wq-nop-queued-spin-lock-slowpath-delta"]
     manifest = chosen[ROLES["patched"]].manifest
     limits = runs.environment_limits(manifest)
-    run_id = " + ".join(dict.fromkeys(chosen[v].run_id for v in ROLES.values()))
+    run_id = _run_ids(chosen, ROLES.values())
     rows = []
     classes = lock_classes(chosen)
     if len(classes):
-        lockstat_run = " + ".join(dict.fromkeys(chosen[v].run_id for v in LOCKSTAT.values()))
+        lockstat_run = _run_ids(chosen, LOCKSTAT.values())
         lockstat_manifest = chosen[LOCKSTAT["patched"]].manifest
         for lock, column, sign, claim, rid, ratio in (
                 ("&acct->lock", "mean hold [us]", -1,
@@ -321,7 +328,7 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
                                        "wakeups than the control in these trials")
         race_entry = by_id.loc["io-wq-http-static-ep-poll-callback-delta"]
         rows.append(_row(race_entry, ours, verdict,
-                         " + ".join(dict.fromkeys(chosen[v].run_id for v in RACE.values())),
+                         _run_ids(chosen, RACE.values()),
                          chosen[RACE["patch 8"]].manifest, rid="io-wq-mechanism-lost-wakeups",
                          column="mechanism: lost wakeups with 8/8 (trials)"))
     return rows

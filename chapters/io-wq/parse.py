@@ -34,8 +34,7 @@ from __future__ import annotations
 import re
 
 from lab.command import StageError
-from lab.parse import lock_stat
-from lab.parse.keyvalue import fields
+from lab.parse import keyvalue, lock_stat
 
 PROFILE_LINE = re.compile(
     r"^\s*(?P<overhead>\d+(?:\.\d+)?)%\s*;\s*(?P<samples>\d+)\s*;(?P<dso>[^;]+);"
@@ -54,19 +53,11 @@ KEYS = {
 def sections(text: str, source: str, names: tuple[str, ...]) -> tuple[dict[str, str],
                                                                        dict[str, list[str]]]:
     """The head's ``key=value`` lines and each section's lines; checks the markers."""
-    lines = [line.rstrip("\n") for line in text.splitlines()]
-    for line in lines:
-        if line.startswith("error="):
-            raise StageError(f"{source}: the guest script failed: {line[len('error='):]}")
-    filled = [i for i, line in enumerate(lines) if line.strip()]
-    if not filled or lines[filled[-1]].strip() != "end=ok":
-        last = lines[filled[-1]] if filled else "(empty)"
-        raise StageError(f"{source}: truncated guest output: the last line is {last!r}, "
-                         "not 'end=ok'")
+    lines = keyvalue.complete(text, source)
     head: list[str] = []
     found: dict[str, list[str]] = {}
     current: str | None = None
-    for number, line in enumerate(lines[:filled[-1]], 1):
+    for number, line in enumerate(lines, 1):
         if line.startswith("== end "):
             if current is None or line[len("== end "):].strip() != current:
                 raise StageError(f"{source}:{number}: {line!r} closes a section that is not "
@@ -86,7 +77,7 @@ def sections(text: str, source: str, names: tuple[str, ...]) -> tuple[dict[str, 
             head.append(line)
     if current is not None:
         raise StageError(f"{source}: section {current!r} is not closed before end=ok")
-    pairs = fields("\n".join(head))
+    pairs = keyvalue.fields("\n".join(head))
     if pairs.get("ran") not in ("0", "1") or "role" not in pairs:
         raise StageError(f"{source}: no role= and ran= lines before the sections (have "
                          f"{head[:3]})")
@@ -102,7 +93,7 @@ def numbers(lines: list[str], prefix: str, source: str) -> list[tuple[str, float
     """``<prefix>.<key>`` rows of a program's ``key=value`` lines (non-numbers left out:
     ``mode=async`` is a label); at least one number is required."""
     rows = []
-    for key, value in fields("\n".join(lines)).items():
+    for key, value in keyvalue.fields("\n".join(lines)).items():
         try:
             rows.append((f"{prefix}.{key}", float(value)))
         except ValueError:

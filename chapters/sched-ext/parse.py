@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from lab.command import StageError
+from lab.parse import keyvalue
 
 SECTION = re.compile(r"^== (\S+(?: \S+)?)\s*$")
 COUNTERS = ("inserts", "immed_inserts", "residences", "unmatched", "over_128us", "over_256us",
@@ -46,18 +47,10 @@ REQUIRED = ("environment", "fork_storms", "events.before", "events.after", "bpft
 
 def sections(text: str, source: str) -> dict[str, list[str]]:
     """Split the output into its sections; check the end marker and for an error line."""
-    lines = [line.rstrip("\n") for line in text.splitlines()]
-    for line in lines:
-        if line.startswith("error="):
-            raise StageError(f"{source}: the guest script failed: {line[len('error='):]}")
-    filled = [i for i, line in enumerate(lines) if line.strip()]
-    if not filled or lines[filled[-1]].strip() != "end=ok":
-        last = lines[filled[-1]] if filled else "(empty)"
-        raise StageError(f"{source}: truncated guest output: the last line is {last!r}, "
-                         "not 'end=ok'")
+    lines = keyvalue.complete(text, source)
     found: dict[str, list[str]] = {}
     current = None
-    for line in lines[:filled[-1]]:
+    for line in lines:
         if m := SECTION.match(line):
             current = m[1]
             if current in found:

@@ -21,6 +21,22 @@ def fields(text: str) -> dict[str, str]:
     return out
 
 
+def complete(text: str, source: str) -> list[str]:
+    """The lines of a sectioned guest output before its closing ``end=ok`` (trailing blanks
+    dropped), after checking that no line reports ``error=`` and that the marker is last: a
+    failed or cut-off script never reaches a chapter's section parser."""
+    lines = [line.rstrip("\n") for line in text.splitlines()]
+    for line in lines:
+        if line.startswith("error="):
+            raise StageError(f"{source}: the guest script failed: {line[len('error='):]}")
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    if not filled or lines[filled[-1]].strip() != "end=ok":
+        last = lines[filled[-1]] if filled else "(empty)"
+        raise StageError(f"{source}: truncated guest output: the last line is {last!r}, "
+                         "not 'end=ok'")
+    return lines[:filled[-1]]
+
+
 def parse(text: str, source: str) -> list[tuple[str, float]]:
     """Numeric ``key=value`` pairs of a complete output, in order; ``end=ok`` must be last."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
