@@ -22,6 +22,14 @@ CITED_DIR = DATA / "cited"
 VARIANTS = ("baseline", "patched", "change", "single")
 
 SOURCE_FIELDS = ("id", "file", "message_id", "url", "author", "date", "subject")
+ARCHIVES = ("seeds", "upstream")
+"""Where a source's ``file`` lies: the seed mails (``../shared/seeds``) or the collected upstream
+postings (``../shared/upstream``, one directory per series). Seeds are the default, because the
+book's chapters start from them; a later posting (the v5 cover letter, a v3 table) is an
+upstream file."""
+NO_MESSAGE_ID = "not available"
+"""The ``message_id`` of an upstream source whose only copy is an archive excerpt without one;
+its ``url`` is then the archive page, which the file's own ``Source:`` line must name."""
 ENTRY_FIELDS = (
     "id", "table", "row", "column", "variant", "quantity", "unit",
     "condition", "value", "source", "quote",
@@ -109,6 +117,7 @@ class Source:
     author: str
     date: str
     subject: str
+    archive: str = "seeds"
 
 
 @dataclass(frozen=True)
@@ -151,8 +160,17 @@ def _source(path: Path, index: int, raw: object) -> Source:
     assert isinstance(raw, dict)
     missing = [k for k in SOURCE_FIELDS if not str(raw.get(k, "")).strip()]
     _require(not missing, path, where, f"missing {', '.join(missing)}",
-             "every source names its seed file, message-id, URL, author, date and subject")
-    return Source(**{k: str(raw[k]) for k in SOURCE_FIELDS})
+             "every source names its file, message-id, URL, author, date and subject")
+    unknown = sorted(set(raw) - {*SOURCE_FIELDS, "archive"})
+    _require(not unknown, path, where, f"unknown fields {', '.join(unknown)}",
+             f"a source has the keys {', '.join(SOURCE_FIELDS)} and optionally archive")
+    archive = str(raw.get("archive", "seeds"))
+    _require(archive in ARCHIVES, path, where, f"archive {archive!r} is unknown",
+             f"use one of {', '.join(ARCHIVES)}")
+    _require(raw["message_id"] != NO_MESSAGE_ID or archive == "upstream", path, where,
+             f"message_id {NO_MESSAGE_ID!r} in a seed source",
+             "every seed mail has a message-id: copy it from the mail's headers")
+    return Source(**{k: str(raw[k]) for k in SOURCE_FIELDS}, archive=archive)
 
 
 def _entry(path: Path, chapter: str, raw: object, sources: dict[str, Source]) -> Entry:

@@ -18,9 +18,14 @@ BOOK_SOURCES = ("book", "notebooks", "data", "lab", "conf.py", "chapters", "conf
                 "patches", "CITATION.cff")
 
 
-def seeds_dir() -> Path | None:
-    """The seed mails: ``$KERNEL_BOOK_SEEDS``, or ``shared/seeds`` beside the repository."""
-    candidates = [os.environ.get("KERNEL_BOOK_SEEDS"), ROOT.parent / "shared" / "seeds"]
+ARCHIVE_VARIABLES = {"seeds": "KERNEL_BOOK_SEEDS", "upstream": "KERNEL_BOOK_UPSTREAM"}
+"""The environment variable that names each archive of cited sources (``lab.cited.ARCHIVES``)."""
+
+
+def archive_dir(archive: str) -> Path | None:
+    """An archive of cited sources: ``$KERNEL_BOOK_SEEDS`` / ``$KERNEL_BOOK_UPSTREAM``, or
+    ``shared/<archive>`` beside the repository."""
+    candidates = [os.environ.get(ARCHIVE_VARIABLES[archive]), ROOT.parent / "shared" / archive]
     for candidate in candidates:
         if candidate and Path(candidate).is_dir():
             return Path(candidate)
@@ -28,13 +33,17 @@ def seeds_dir() -> Path | None:
 
 
 @pytest.fixture(scope="session")
-def seeds() -> Path:
-    """The seed directory; CI always has it, a reader's clone may not."""
-    found = seeds_dir()
-    if found is None:
-        unavailable("seed mails not found: set KERNEL_BOOK_SEEDS to the directory holding "
-                    "000_*.txt ... 004_*.txt (CI has them in ../shared/seeds)")
-    return found
+def archives() -> dict[str, Path]:
+    """Every archive the cited sources name (seed mails, upstream postings); CI always has
+    them, a reader's clone may not."""
+    found = {name: archive_dir(name) for name in ARCHIVE_VARIABLES}
+    missing = [name for name, path in found.items() if path is None]
+    if missing:
+        unavailable(f"cited sources not found ({', '.join(missing)}): set "
+                    + " and ".join(ARCHIVE_VARIABLES[m] for m in missing)
+                    + " to the directories holding them (CI has them in ../shared/seeds and "
+                    "../shared/upstream)")
+    return {name: path for name, path in found.items() if path is not None}
 
 
 def copy_book(target: Path) -> Path:

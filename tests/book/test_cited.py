@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from lab import chapters, cited
+from tests.book.conftest import ARCHIVE_VARIABLES
 
 BOOK = [c.name for c in chapters.book()]
 
@@ -61,12 +62,32 @@ def test_committed_files_validate() -> None:
         assert chapter.entries, f"{chapter.path} has no entries"
 
 
-def test_every_entry_has_a_source_that_quotes_it(seeds: Path) -> None:
+def source_text(archives: dict[str, Path], source: cited.Source) -> str:
+    """The named file of a source, read from its archive."""
+    return (archives[source.archive] / source.file).read_text(encoding="utf-8")
+
+
+def test_every_archive_has_its_directory() -> None:
+    assert tuple(ARCHIVE_VARIABLES) == cited.ARCHIVES
+
+
+def test_every_entry_has_a_source_that_quotes_it(archives: dict[str, Path]) -> None:
     for chapter in cited.load_all():
         for entry in chapter.entries:
-            mail = cited.fold((seeds / entry.source.file).read_text(encoding="utf-8"))
+            mail = cited.fold(source_text(archives, entry.source))
             assert cited.fold(entry.quote) in mail, f"{chapter.path}: {entry.id}: quote not in mail"
-            assert entry.source.message_id in entry.source.url
+
+
+def test_every_source_names_its_address(archives: dict[str, Path]) -> None:
+    """A message-id is part of its lore address; an upstream file's first line names where it
+    was taken from, which must be the source's url."""
+    for chapter in cited.load_all():
+        for source in chapter.sources.values():
+            if source.message_id != cited.NO_MESSAGE_ID:
+                assert source.message_id in source.url, f"{chapter.path}: {source.id}"
+            if source.archive == "upstream":
+                first = source_text(archives, source).splitlines()[0]
+                assert first == f"Source: {source.url}", f"{chapter.path}: {source.id}: {first}"
 
 
 # Result-shaped tokens that must all be recorded: percentages, "a - b" ranges and "a -> b".
@@ -77,10 +98,10 @@ RESULT_PATTERNS = {
 }
 
 
-def test_every_result_token_of_every_seed_is_recorded(seeds: Path) -> None:
+def test_every_result_token_of_every_source_is_recorded(archives: dict[str, Path]) -> None:
     for chapter in cited.load_all():
         for source in chapter.sources.values():
-            mail = cited.fold((seeds / source.file).read_text(encoding="utf-8"))
+            mail = cited.fold(source_text(archives, source))
             values = {e.value.text for e in chapter.entries if e.source.id == source.id}
             for kind, pattern in RESULT_PATTERNS.items():
                 for match in pattern.finditer(mail):
@@ -105,6 +126,29 @@ def test_schema_errors_name_file_entry_and_fix(tmp_path: Path, change: dict,
         cited.load_chapter(path)
     assert str(path) in str(error.value)
     assert "Fix:" in str(error.value)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"archive": "attic"}, "archive 'attic' is unknown"),
+    ({"message_id": cited.NO_MESSAGE_ID}, "message_id 'not available' in a seed source"),
+    ({"Archive": "upstream"}, "unknown fields Archive"),
+])
+def test_source_errors_name_the_source_and_fix(tmp_path: Path, change: dict,
+                                              message: str) -> None:
+    path = tmp_path / "workqueue.yaml"
+    path.write_text(yaml.safe_dump({"chapter": "workqueue", "sources": [{**GOOD_SOURCE, **change}],
+                                    "entries": [GOOD_ENTRY]}))
+    with pytest.raises(cited.CitedDataError, match=re.escape(message)) as error:
+        cited.load_chapter(path)
+    assert "sources[0]" in str(error.value) and "Fix:" in str(error.value)
+
+
+def test_an_upstream_excerpt_may_lack_a_message_id(tmp_path: Path) -> None:
+    path = tmp_path / "workqueue.yaml"
+    source = {**GOOD_SOURCE, "archive": "upstream", "message_id": cited.NO_MESSAGE_ID}
+    path.write_text(yaml.safe_dump({"chapter": "workqueue", "sources": [source],
+                                    "entries": [GOOD_ENTRY]}))
+    assert cited.load_chapter(path).sources["s1"].archive == "upstream"
 
 
 def test_duplicate_ids_and_wrong_chapter_are_refused(tmp_path: Path) -> None:
