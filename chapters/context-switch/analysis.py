@@ -137,18 +137,21 @@ def _builds(runs: list[Run]) -> dict[str, tuple[Run, dict[str, Any]]]:
     return out
 
 
-EVIDENCE_COLUMNS = ["build", "compiler", "tree", "config", "fts_copies", "fts_calls",
-                    "fts_sched_text", "region_insns", "region_calls", "rdtsc", "schedule_bytes",
-                    "outlined", "text_bytes", "sched_text_bytes", "bzImage", "rq_unlock_calls"]
+EVIDENCE_COLUMNS = ["build", "compiler", "tree", "config", "fts_copies", "fts_bytes", "fts_calls",
+                    "fts_tail_calls", "fts_sched_text", "region_insns", "region_calls", "rdtsc",
+                    "schedule_bytes", "schedule_tail_bytes", "outlined", "text_bytes",
+                    "sched_text_bytes", "bzImage", "rq_unlock_calls"]
 
 
 def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataFrame:
     """One row per built kernel: what lab.inspect found in its vmlinux.
 
     Columns: build, compiler, tree, config (timing or size), fts_copies (out-of-line
-    ``finish_task_switch`` symbols), fts_calls (direct calls to them from ``__schedule``),
-    fts_sched_text (those copies that lie in ``.sched.text``), region_insns / region_calls
-    (between the probe's two rdtsc in ``__schedule``), schedule_bytes, outlined (every
+    ``finish_task_switch`` symbols), fts_bytes (their bytes together), fts_calls and
+    fts_tail_calls (direct calls to them from ``__schedule`` and from ``schedule_tail``, its two
+    callers), fts_sched_text (those copies that lie in ``.sched.text``), region_insns /
+    region_calls (between the probe's two rdtsc in ``__schedule``), schedule_bytes and
+    schedule_tail_bytes (the two callers' sizes), outlined (every
     function the series forces inline that still has an out-of-line copy), text_bytes /
     sched_text_bytes (``_stext`` to ``_etext`` and its ``.sched.text`` part; missing where
     the run's inspect stage predates them), bzImage, rq_unlock_calls (direct calls from
@@ -162,19 +165,23 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
             continue
         fts = ev["functions"].get("finish_task_switch", {})
         sched = ev["callers"].get("__schedule", {})
+        tail = ev["callers"].get("schedule_tail", {})
         region = sched.get("probe_region", {})
         names = forced or list(ev["functions"])
         rows.append({
             "build": name, "compiler": v["compiler"], "tree": v["tree"],
             "config": "size" if any("size" in f for f in v.get("fragments", [])) else "timing",
             "fts_copies": ", ".join(fts.get("out_of_line", [])) or "none",
+            "fts_bytes": fts.get("bytes"),
             "fts_calls": fts.get("called_from", {}).get("__schedule", 0),
+            "fts_tail_calls": fts.get("called_from", {}).get("schedule_tail"),
             "fts_sched_text": (", ".join(fts["in_sched_text"]) or "none")
             if "in_sched_text" in fts else None,
             "region_insns": region.get("instructions"),
             "region_calls": ", ".join(region.get("calls", [])) or "none",
             "rdtsc": region.get("markers"),
             "schedule_bytes": sched.get("bytes"),
+            "schedule_tail_bytes": tail.get("bytes"),
             "outlined": ", ".join(f for f in names
                                   if ev["functions"].get(f, {}).get("out_of_line")) or "none",
             "text_bytes": ev.get("layout", {}).get("text_bytes"),
@@ -232,9 +239,10 @@ NO_IBPB = ("spectre_v2_user=on left IBPB off in the guest (the emulated CPU does
            "real CPU has")
 """Why the ``spectre_v2_user=on`` cells cannot show the cited change under TCG."""
 
-TSC_TICKS = ("TSC ticks of the author's i5-8300H (an rdtsc reading, not core cycles), not "
-             "comparable with an emulator's ticks")
-"""Why a cited probe reading is not compared as a level."""
+def tsc_ticks(machine: str) -> str:
+    """Why a cited probe reading of ``machine`` is not compared as a level."""
+    return (f"TSC ticks of {machine} (an rdtsc reading, not core cycles), not comparable with an "
+            "emulator's ticks")
 
 ICOUNT = "icount: instructions, not TSC ticks of a real CPU"
 """What limits the mechanism rows: they count instructions, the author's TSC measured time."""
@@ -282,12 +290,164 @@ def _row(entry_id: str, ours: str, verdict: Verdict, used: list[str],
             "environment": environment_summary(latest[used[0]].manifest), **where}
 
 
+_V5_PROBE = re.compile(r"context-switch-v5-(i5|ryzen)-(gcc|clang)-spectre-(default|on)-baseline")
+_V5_SIZE = re.compile(r"context-switch-v5-(bzimage|text)-(gcc|clang)-(os|o2)-baseline")
+V5_CONFIG = {"os": "size", "o2": "timing"}
+"""The v5 size tables' optimisation levels, as our build configurations: -Os is the size
+configuration (the v2 cover's bzImage options), -O2 the timing one (its rdtsc options)."""
+
+V2_MACHINE = "the author's i5-8300H"
+V5_MACHINE = {"i5": V2_MACHINE, "ryzen": "the author's Ryzen 9600X"}
+"""The machines of the postings' probe tables, as a reason names them."""
+
+HIDDEN = ("the author measured no change on this CPU, and a decrease on the i5 for the same "
+          "kernels: whether a core hides the work the patch saves is a property of its "
+          "microarchitecture, which neither TCG's clock nor an instruction count models")
+"""Why a cited 0 % (the v5 table's Ryzen rows) cannot be tested here: an instruction count or
+an emulator's clock falling says nothing about whether that core's time stayed the same."""
+
+FUNCTIONS = (
+    ("schedule-tail", "schedule_tail_bytes", 1, "schedule_tail() bytes",
+     "finish_task_switch() inlined into schedule_tail(), its second caller, too (the review "
+     "asked why one caller would keep an out-of-line copy)"),
+    ("schedule", "schedule_bytes", 1, "__schedule() bytes",
+     "finish_task_switch() inlined into __schedule()"),
+    ("fts-out-of-line", "fts_bytes", -1, "out-of-line finish_task_switch() bytes",
+     "no out-of-line copy of finish_task_switch() left"),
+)
+"""Mechanism rows beside each cited .text growth: (id suffix, evidence column, the direction
+the patch predicts, what is counted, what a change in that direction confirms)."""
+
+
+def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited_percent: float,
+                cell: pd.DataFrame, probe: pd.DataFrame, latest: dict[str, Run],
+                where: dict[str, str], *, change_id: str, change_where: dict[str, str],
+                icount_id: str | None, hidden: bool, implied: bool,
+                machine: str) -> list[dict[str, str]]:
+    """The rows of one cited probe pair: its before and after readings (not comparable), its
+    change under TCG's wall clock (row ``change_id``: the cited change entry, or a derived row
+    placed by ``change_where``) and, with ``icount_id``, the instructions on the timed path.
+    ``hidden`` marks a cited 0 % that no clock here can test (:data:`HIDDEN`); ``implied``, a
+    change that the cited pair implies rather than one the author wrote; ``machine``, whose
+    ticks the cited readings are."""
+    cited_text = f"{cited_percent:+.1f} %"
+    tsc, tsc_used, tsc_why = _cell_change(cell, probe, compiler, spectre, False)
+    icount, icount_used, icount_why = _cell_change(cell, probe, compiler, spectre, True)
+    if not tsc_used and not icount_used:
+        return []
+    environment = environment_limits(latest[(tsc_used or icount_used)[0]].manifest)
+
+    def verdict(change: stats.Change | None, icount_clock: bool, why: str) -> Verdict:
+        if change is None:
+            return Verdict(UNJUDGED, why)
+        cannot = _cannot_show(cell, compiler, spectre, icount_clock) or (HIDDEN if hidden
+                                                                          else None)
+        limits = ICOUNT if icount_clock else f"{environment}; TCG's TSC is emulated time"
+        return verdicts.judge_change(change, cited_percent, limits, cannot_show=cannot)
+
+    tsc_verdict = verdict(tsc, False, tsc_why)
+    icount_verdict = verdict(icount, True, icount_why)
+    rows = []
+    for entry in entries[entries["variant"].isin(scorecard.ROLES)].itertuples():
+        tree = CITED_TREE[entry.variant]
+        measured = [(_cell(cell, compiler, spectre, False, tree), "wall-clock TSC (emulated)"),
+                    (_cell(cell, compiler, spectre, True, tree), "icount")]
+        used = [r["variant"] for r, _ in measured if r is not None]
+        if not used:
+            continue
+        ours = "; ".join(_describe_cell(r, probe, label) for r, label in measured)
+        judged = (f"{tsc_verdict.verdict} under the wall clock, {icount_verdict.verdict} "
+                  "in instructions under icount")
+        which = "the change the cited pair implies" if implied else "the cited change"
+        rows.append(_row(entry.id, ours, verdicts.not_comparable(
+            f"{tsc_ticks(machine)}; {which} ({cited_text}, its own rows) is judged instead: "
+            f"{judged}"), used, latest))
+    if tsc_used:
+        rows.append(_row(change_id, tsc.describe() if tsc else "—", tsc_verdict, tsc_used,
+                         latest, **change_where))
+    if icount_used and icount_id:
+        rows.append(_row(icount_id, f"instructions {icount.describe()}" if icount else "—",
+                         icount_verdict, icount_used, latest,
+                         column="mechanism: instructions on the timed path (icount)",
+                         cited=cited_text, **where))
+    return rows
+
+
+def _ends(evidence: pd.DataFrame, config: str, compiler: str) -> dict[str, pd.Series]:
+    """The v2 base's and the patched tree's build of one configuration and compiler, by cited
+    role, where built."""
+    part = evidence[(evidence["config"] == config) & (evidence["compiler"] == compiler)]
+    by_tree = {r.tree: r for _, r in part.iterrows()}
+    return {role: by_tree[t] for role, t in CITED_TREE.items() if t in by_tree}
+
+
+def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
+               evidence: pd.DataFrame, latest: dict[str, Run],
+               where: dict[str, str]) -> list[dict[str, str]]:
+    """The rows of one v5 size pair (bzImage or .text) and, for .text, the function sizes
+    behind it: our builds of the matching configuration from the v2 base to 7.2.13 + 3/3."""
+    ends = _ends(evidence, config, compiler)
+    if not ends:
+        return []
+    used = [e["build"] for e in ends.values()]
+    mids = dict(zip(entries["variant"], entries["mid"].astype(float), strict=True))
+    cited_delta = f"{int(mids['patched'] - mids['baseline']):+,} bytes"
+    column = "bzImage" if kind == "bzimage" else "text_bytes"
+    what = ("a bzImage grows in whole pages" if kind == "bzimage"
+            else "our .text is _stext to _etext of the vmlinux")
+    setting = f"{config} configuration ({'-Os' if config == 'size' else '-O2'}); {what}"
+    rows = []
+    values = {role: e[column] for role, e in ends.items() if not pd.isna(e[column])}
+    if set(scorecard.ROLES) <= set(values):
+        # judged in bytes, the unit of the cited delta column (a percent of an image rounds
+        # a page to "+0.0 %")
+        delta = int(values["patched"] - values["baseline"])
+        change = stats.Change(percent=delta, low=delta, high=delta, n_baseline=1, n_patched=1,
+                              unit=" bytes")
+        verdict = verdicts.judge_change(change, mids["patched"] - mids["baseline"], setting)
+        percent = stats.exact_change(values["baseline"], values["patched"]).percent
+        for entry in entries.itertuples():
+            if entry.variant == "change":
+                rows.append(_row(entry.id, f"{delta:+,} bytes ({percent:+.3f} %)",
+                                 verdict, used, latest))
+            else:
+                rows.append(_row(entry.id, f"{int(values[entry.variant]):,} bytes",
+                                 verdicts.not_comparable(
+                                     "bytes of the author's linux-next image, not of 7.2.13; "
+                                     f"the change ({cited_delta}) is judged in its own row: "
+                                     f"{verdict.verdict}"),
+                                 [ends[entry.variant]["build"]], latest))
+    if kind != "text" or not set(scorecard.ROLES) <= set(ends):
+        return rows
+    for suffix, field, sign, counted, claim in FUNCTIONS:
+        before, after = (ends[r][field] for r in scorecard.ROLES)
+        if pd.isna(before) or pd.isna(after) or before <= 0:  # not recorded, or nothing to grow
+            continue
+        change = stats.exact_change(before, after)
+        verdict = verdicts.judge_direction(
+            change, sign, f"{claim}, behind the cited {cited_delta} of .text", setting)
+        base = entries[entries["variant"] == "baseline"]["id"].iloc[0]
+        rows.append(_row(base.removesuffix("-baseline") + f"-{suffix}",
+                         f"{counted}: {int(before):,} → {int(after):,} "
+                         f"({change.percent:+.1f} %)", verdict, used, latest,
+                         column=f"mechanism: {counted} (vmlinux symbol table)",
+                         cited=cited_delta, **where))
+    return rows
+
+
 def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
-    """Scorecard rows (:data:`lab.scorecard.DERIVED_COLUMNS`) of the chapter's cited entries:
-    the 16 rdtsc readings (cover letter and patch 4/4 give the same table) and the 4 sizes,
-    each absolute and not comparable; a derived change row per cited pair (the wall-clock TSC
-    of TCG for a reading, the exact bytes for an image); and a mechanism row per cell of the
-    cover letter's table: the instructions on the timed path under icount."""
+    """Scorecard rows (:data:`lab.scorecard.DERIVED_COLUMNS`) of the chapter's cited entries.
+
+    The v2 thread: the 16 rdtsc readings (cover letter and patch 4/4 give the same table) and
+    the 4 sizes, each absolute and not comparable; a derived change row per cited pair (the
+    wall-clock TSC of TCG for a reading, the exact bytes for an image); and a mechanism row per
+    cell of the cover letter's table: the instructions on the timed path under icount.
+
+    The v5 cover letter: its written changes on the i5 and the Ryzen judged under the wall
+    clock, with an icount mechanism row each; its bzImage and .text changes against our
+    builds of the same optimisation level, with the function sizes behind .text (both callers
+    of ``finish_task_switch()``, and its out-of-line copy) as mechanism rows. Its arm tables
+    stay "not yet measured": the pipeline builds x86 only."""
     part = cited[cited["chapter"] == "context-switch"]
     probe = probe_frame(chapter_runs)
     cell = cells(probe)
@@ -302,47 +462,24 @@ def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
             compiler, spectre = m[1], m[2] == "on"
             kind = "rdtsc-p4" if "-p4-" in base.id else "rdtsc"
             cited_percent = cited_change(part, compiler, m[2], kind)
-            cited_text = f"{cited_percent:+.1f} % (implied)"
-            tsc, tsc_used, tsc_why = _cell_change(cell, probe, compiler, spectre, False)
-            icount, icount_used, icount_why = _cell_change(cell, probe, compiler, spectre, True)
-            if not tsc_used and not icount_used:
-                continue
-            environment = environment_limits(latest[(tsc_used or icount_used)[0]].manifest)
-            cannot = _cannot_show(cell, compiler, spectre, False)
-            tsc_verdict = (verdicts.judge_change(tsc, cited_percent,
-                                                 f"{environment}; TCG's TSC is emulated time",
-                                                 cannot_show=cannot) if tsc
-                           else Verdict(UNJUDGED, tsc_why))
-            icount_verdict = (verdicts.judge_change(icount, cited_percent, ICOUNT,
-                                                    cannot_show=_cannot_show(
-                                                        cell, compiler, spectre, True))
-                              if icount else Verdict(UNJUDGED, icount_why))
-            for entry in entries.itertuples():
-                tree = CITED_TREE[entry.variant]
-                measured = [(_cell(cell, compiler, spectre, False, tree),
-                             "wall-clock TSC (emulated)"),
-                            (_cell(cell, compiler, spectre, True, tree), "icount")]
-                used = [r["variant"] for r, _ in measured if r is not None]
-                if not used:
-                    continue
-                ours = "; ".join(_describe_cell(r, probe, label) for r, label in measured)
-                judged = (f"{tsc_verdict.verdict} under the wall clock, {icount_verdict.verdict} "
-                          "in instructions under icount")
-                rows.append(_row(entry.id, ours, verdicts.not_comparable(
-                    f"{TSC_TICKS}; the change the cited pair implies ({cited_text.split(' (')[0]}, "
-                    f"its own rows) is judged instead: {judged}"), used, latest))
-            if tsc_used:
-                rows.append(_row(scorecard.derived_id(base.id),
-                                 tsc.describe() if tsc else "—", tsc_verdict, tsc_used, latest,
-                                 column=scorecard.DERIVED_COLUMN + ", wall-clock TSC of TCG",
-                                 cited=cited_text, **where))
-            if icount_used and kind == "rdtsc":
-                rows.append(_row(
-                    base.id.removesuffix("-baseline") + "-icount",
-                    f"instructions {icount.describe()}" if icount else "—", icount_verdict,
-                    icount_used, latest,
-                    column="mechanism: instructions on the timed path (icount)",
-                    cited=cited_text, **where))
+            rows += _probe_rows(
+                entries, compiler, spectre, cited_percent, cell, probe, latest, where,
+                change_id=scorecard.derived_id(base.id),
+                change_where={**where, "cited": f"{cited_percent:+.1f} % (implied)",
+                              "column": scorecard.DERIVED_COLUMN
+                              + ", wall-clock TSC of TCG"},
+                icount_id=base.id.removesuffix("-baseline") + "-icount"
+                if kind == "rdtsc" else None, hidden=False, implied=True,
+                machine=V2_MACHINE)
+        elif m := _V5_PROBE.fullmatch(base.id):
+            change = entries[entries["variant"] == "change"].iloc[0]
+            rows += _probe_rows(
+                entries, m[2], m[3] == "on", float(change["mid"]), cell, probe, latest, where,
+                change_id=change["id"], change_where={},
+                icount_id=base.id.removesuffix("-baseline") + "-icount",
+                hidden=float(change["mid"]) == 0, implied=False, machine=V5_MACHINE[m[1]])
+        elif m := _V5_SIZE.fullmatch(base.id):
+            rows += _size_rows(entries, m[1], m[2], V5_CONFIG[m[3]], evidence, latest, where)
         elif m := _BZIMAGE.fullmatch(base.id):
             compiler = m[1]
             size = evidence[(evidence["config"] == "size") & (evidence["compiler"] == compiler)]

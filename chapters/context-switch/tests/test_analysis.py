@@ -125,6 +125,17 @@ def test_judge_gives_every_measured_cited_entry_a_verdict_from_icount() -> None:
     assert out.loc["context-switch-rdtsc-gcc-spectre-on-patched", "ours"].startswith(
         "wall-clock TSC (emulated): not")
     assert not [i for i in out.index if "clang" in i or "bzimage" in i]
+    # the same cells against the v5 cover letter's written changes: the i5's -7.5 % ...
+    v5 = out.loc["context-switch-v5-i5-gcc-spectre-default-icount"]
+    assert v5["verdict"] == "direction confirmed" and v5["cited"] == "-7.5 %"
+    assert "lies below the cited -7.5 %" in v5["reason"]
+    assert out.loc["context-switch-v5-i5-gcc-spectre-default-change", "ours"].startswith("-")
+    assert "i5-8300H" in out.loc["context-switch-v5-i5-gcc-spectre-default-patched", "reason"]
+    # ... and the Ryzen's 0 %, which fewer instructions can neither confirm nor contradict
+    ryzen = out.loc["context-switch-v5-ryzen-gcc-spectre-default-icount"]
+    assert ryzen["verdict"] == "inconclusive here" and "no change on this CPU" in ryzen["reason"]
+    assert "Ryzen 9600X" in out.loc["context-switch-v5-ryzen-gcc-spectre-default-baseline",
+                                    "reason"]
 
 
 def _size_run(sizes: dict[str, int]) -> Run:
@@ -171,6 +182,40 @@ def test_bzimage_verdict_compares_the_v2_base_with_the_patched_tree(
         assert out.loc[change, "ours"].startswith(says)
         assert out.loc[change, "cited"] == "+0 bytes (implied)"
     assert not [i for i in out.index if "clang" in i or "rdtsc" in i]
+
+
+def test_v5_text_rows_and_the_function_sizes_behind_them() -> None:
+    """.text from the layout, judged in bytes against the cited delta; beside it the two
+    callers' sizes and the out-of-line copy, judged for the direction inlining predicts."""
+    from lab import cited
+    run = _size_run({"v2-thread-baseline": 4096, "patched": 4096})
+    for name, text, tail, schedule, fts in (("gcc-size-v2base", 10_000, 82, 900, 501),
+                                            ("gcc-size-patched", 10_500, 721, 1_000, 0)):
+        ev = run.manifest["variants"][name]["inspect"]["evidence"]
+        ev = {**ev, "layout": {"text_bytes": text, "sched_text_bytes": 64},
+              "functions": {"finish_task_switch": {
+                  "out_of_line": ["finish_task_switch.isra.0"] if fts else [], "bytes": fts,
+                  "called_from": {"__schedule": int(bool(fts)), "schedule_tail": int(bool(fts))}}},
+              "callers": {**ev["callers"], "__schedule": {**ev["callers"]["__schedule"],
+                                                          "bytes": schedule},
+                          "schedule_tail": {"bytes": tail, "instructions": 20, "calls": 5,
+                                            "probe_region": {"markers": 0}}}}
+        run.manifest["variants"][name]["inspect"] = {"evidence": ev}
+    frame = cs.evidence_frame([run]).set_index("build")
+    assert frame.loc["gcc-size-v2base", "fts_tail_calls"] == 1
+    assert frame.loc["gcc-size-patched", "schedule_tail_bytes"] == 721
+    out = cs.judge(cited.to_frame(cited.load_all()), [run]).set_index("id")
+    text = out.loc["context-switch-v5-text-gcc-os-change"]
+    assert text["ours"] == "+500 bytes (+5.000 %)" and text["verdict"] == "direction confirmed"
+    assert "lies below the cited +576.0 bytes" in text["reason"]
+    tail = out.loc["context-switch-v5-text-gcc-os-schedule-tail"]
+    assert tail["ours"] == "schedule_tail() bytes: 82 → 721 (+779.3 %)"
+    assert tail["verdict"] == "direction confirmed" and tail["cited"] == "+576 bytes"
+    copy = out.loc["context-switch-v5-text-gcc-os-fts-out-of-line"]
+    assert copy["verdict"] == "direction confirmed" and "(-100.0 %)" in copy["ours"]
+    assert out.loc["context-switch-v5-bzimage-gcc-os-change", "verdict"] == "reproduced"
+    # the -O2 rows need the timing builds, which this run does not have
+    assert not [i for i in out.index if "-o2-" in i]
 
 
 def test_evidence_reads_the_layout_where_the_inspect_stage_recorded_it() -> None:
