@@ -91,6 +91,10 @@ def judge_change(change: stats.Change, cited_percent: float, environment: str, *
         return Verdict(REPRODUCED, (
             f"{ours} excludes 0 on the author's side and contains the cited {cited}"
             if cited_sign else f"{ours} is exactly the cited {cited}"))
+    if change.sign == 0 and cited_sign == 0:
+        return Verdict(INCONCLUSIVE, (
+            f"{ours} contains 0 and the cited {cited}, but only an exact 0 reproduces a cited "
+            f"no change: the spread between boots ({environment}) leaves a small change open"))
     if change.sign == 0:
         return Verdict(INCONCLUSIVE, (
             f"{ours} contains 0{' and the cited ' + cited if inside else ''}: the spread "

@@ -25,7 +25,7 @@ def change(low: float, high: float) -> stats.Change:
     (-50.0, 70.0, -0.4, verdicts.INCONCLUSIVE, "contains 0 and the cited -0.4 %"),
     (-5.0, 3.0, 8.0, verdicts.INCONCLUSIVE, "contains 0: the spread"),
     (-30.0, -5.0, 8.0, verdicts.CONTRADICTED, "is a decrease, the cited +8.0 % is an increase"),
-    (-1.0, 1.0, 0.0, verdicts.INCONCLUSIVE, "contains 0 and the cited +0.0 %"),
+    (-1.0, 1.0, 0.0, verdicts.INCONCLUSIVE, "only an exact 0 reproduces a cited no change"),
     (1.0, 2.0, 0.0, verdicts.CONTRADICTED, "the cited +0.0 % is no change"),
     (0.0, 0.0, 0.0, verdicts.REPRODUCED, "exactly the cited +0.0 %"),
 ])
