@@ -74,6 +74,9 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
         ("not ours", CODE),
     ("scorecard.md", "A cited \"no change\" is reproduced only by an exact 0"): ("not ours", RULE),
     ("scorecard.md", "or excludes 0 where the author saw no change"): ("not ours", RULE),
+    ("scorecard.md", "the interval contains 0, so this environment cannot tell"):
+        ("not ours", RULE),
+    ("scorecard.md", "For a cited \"no change\", an interval that contains 0"): ("not ours", RULE),
     ("workqueue.md", "adds the task to an on-stack `wake_q` under the lock"): ("not ours", CODE),
     ("workqueue.md", "The code is the posting's, unchanged."): ("not ours", HISTORY),
     ("workqueue.md", "*v3* and *v4* shrink the series"): ("not ours", HISTORY),
