@@ -32,6 +32,10 @@ class Variant:
     compiler: str
     boot: bool = True
     """False: build and inspect only (e.g. image sizes of a configuration nobody times)."""
+    reps: int = 3
+    """Boots of this variant: the chapter's ``reps`` unless the variant sets its own (a
+    deterministic icount cell or a lockdep kernel that only has to show a warning needs one
+    boot, not the timed cells' count); make's REPS= overrides both."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,15 @@ class Experiment:
     def booted(self) -> list[str]:
         """The variants that boot (the others are only built and inspected)."""
         return [name for name, v in self.variants.items() if v.boot]
+
+    @property
+    def boots(self) -> list[tuple[str, int]]:
+        """(variant, rep) of every boot, repetition-major: rep 1 of each kernel, then rep 2,
+        ..., so the kernels' boots interleave and a slow drift of the host touches every
+        kernel alike; a variant with fewer ``reps`` drops out once it has had them."""
+        most = max((self.variants[v].reps for v in self.booted), default=0)
+        return [(v, r) for r in range(1, most + 1) for v in self.booted
+                if r <= self.variants[v].reps]
 
     def build_name(self, variant: str) -> str:
         """The variant whose build ``variant`` boots: the first with the same tree, fragments
@@ -147,6 +160,7 @@ def load(chapter: chapters.Chapter | str, accel: str | None = None, reps: int | 
             v.get("accel") or accel or raw.get("accel", "auto"),
             v.get("compiler", raw.get("compiler", "gcc")),
             bool(v.get("boot", True)),
+            int(reps if reps is not None else v.get("reps", raw.get("reps", 3))),
         )
     every = dict(variants)
     if only:

@@ -410,6 +410,7 @@ def cmd_publish(a: argparse.Namespace) -> None:
             built = builds[bname]
             variants[name] = {
                 "tree": v.tree, "commit": built["commit"], "compiler": v.compiler,
+                "reps": v.reps,
                 "config_sha256": built["config_sha256"], "boot": v.boot,
                 "fragments": list(v.fragments), "kconfig_start": exp.kconfig_start,
                 "cmdline": reps[0]["cmdline"] if reps else vm.kernel_cmdline(v.cmdline),
@@ -474,7 +475,7 @@ def cmd_check(a: argparse.Namespace) -> None:
         if ch.has_experiment:
             exp = experiment.load(ch)
             print(f"{ch.name}: {len(exp.variants)} variants, {len(exp.builds)} builds, "
-                  f"{len(exp.booted) * exp.reps} boots")
+                  f"{len(exp.boots)} boots")
         else:
             print(f"{ch.name}: no experiment yet")
 

@@ -85,7 +85,7 @@ def summary(exps: list[experiment.Experiment], work: Path,
         rows += [(f"build {b}", bench / exp.name / f"build-{b}.tsv") for b in exp.builds]
         rows += [(f"tools {b}", bench / exp.name / f"tools-{b}.tsv") for b in exp.builds]
         rows += [(f"boot {v} rep{r}", bench / exp.name / exp.key / f"boot-{v}-rep{r}.tsv")
-                 for v in exp.booted for r in range(1, exp.reps + 1)]
+                 for v, r in exp.boots]
         print(f"\nsummary of {exp.name} (experiment {exp.key}):")
         for label, path in rows:
             when = f"{benchmark_seconds(path):>8} s" if path.is_file() else "  not done"

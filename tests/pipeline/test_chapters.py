@@ -64,10 +64,11 @@ def test_book_chapters_are_found_in_order_and_validate() -> None:
         c.name for c in chapters.book() if c.has_experiment]
 
 
-def test_a_chapter_without_experiment_cannot_be_reproduced() -> None:
-    bare = next(c for c in chapters.book() if not c.has_experiment)
-    with pytest.raises(StageError, match=rf"chapter {bare.name} has no experiment yet"):
-        chapters.select(bare.name)
+def test_a_chapter_without_experiment_cannot_be_reproduced(here: Path) -> None:
+    write_chapter(here, "bare", "title: a page whose experiment is still to be written\n")
+    assert not chapters.get("bare").has_experiment
+    with pytest.raises(StageError, match=r"chapter bare has no experiment yet"):
+        chapters.select("bare")
 
 
 def test_unknown_chapter_lists_the_chapters() -> None:
@@ -105,6 +106,28 @@ def test_variant_settings_extend_the_chapter(here: Path) -> None:
                                          ROOT / "chapters" / "smoke" / "configs" / "smoke.config"]
     assert v.cmdline == "quiet isolcpus=1" and v.tree == "patched"
     assert (v.machine.cpus, v.machine.memory) == (4, "1G")
+
+
+def test_a_variant_may_boot_fewer_times_and_boots_still_interleave(here: Path) -> None:
+    write_chapter(here, "r", """\
+        title: r
+        series: patches/smoke
+        fragments: [boot]
+        reps: 3
+        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh}]
+        variants:
+          timed-a: {tree: baseline}
+          icount: {tree: baseline, accel: icount, reps: 1}
+          timed-b: {tree: patched}
+    """)
+    exp = experiment.load("r")
+    assert [exp.variants[v].reps for v in exp.booted] == [3, 1, 3]
+    assert exp.boots == [("timed-a", 1), ("icount", 1), ("timed-b", 1),
+                         ("timed-a", 2), ("timed-b", 2), ("timed-a", 3), ("timed-b", 3)]
+    # make's REPS= is the reader's override of every count
+    assert experiment.load("r", reps=2).boots == [
+        ("timed-a", 1), ("icount", 1), ("timed-b", 1),
+        ("timed-a", 2), ("icount", 2), ("timed-b", 2)]
 
 
 @pytest.mark.parametrize(("edit", "message"), [

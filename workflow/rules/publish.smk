@@ -4,12 +4,9 @@
 
 
 def booted(wc):
-    """(variant, rep) of every boot, repetition-major: the order the boots run in (the boot rule
-    chains them), so the kernels' boots interleave (rep 1 of each, then rep 2, ...) instead of
-    a kernel's boots running back to back, and a slow drift of the host touches every kernel
-    alike."""
-    exp = exp_of(wc)
-    return [(v, r) for r in range(1, exp.reps + 1) for v in exp.booted]
+    """(variant, rep) of every boot in the order they run (the boot rule chains them):
+    :attr:`lab.experiment.Experiment.boots`."""
+    return exp_of(wc).boots
 
 
 rule publish:

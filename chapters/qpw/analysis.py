@@ -1,0 +1,321 @@
+"""The qpw chapter's analysis: the kmalloc cells against the cited ones, instructions per
+kmalloc under icount, where the drain work ran when CPU 1 was isolated, syzbot's lockdep
+warning, and the verdicts.
+
+The cited numbers are average TSC ticks per ``kmalloc()`` in seven cells on the authors'
+machine. Under TCG the guest TSC follows the host's clock, so our ticks are emulated time:
+the absolute values are not comparable, and each patched cell is judged by its change against
+the unpatched cell of its preemption model (a change the cited pair implies). Beside each
+change stands its mechanism row: the same change in guest instructions per ``kmalloc()``,
+counted under icount (deterministic, any machine).
+
+The isolation rows are the series' reason to exist and have no cited number: per drain
+request, work items that started on the isolated CPU, IPIs sent to it, its context switches,
+and the request's latency, each judged for the direction the series promises (towards none)
+between the unpatched kernel and ``pwlocks=1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from lab import chapters, runs, scorecard, stats, verdicts
+
+CHAPTER = "qpw"
+KMALLOC, ISOLATION, LOCKDEP = "kmalloc", "isolation", "lockdep"
+METRIC = "alloc_cycles_per_op"
+"""The per-boot metric the chapter's ``cited:`` maps to the cited cells."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One of the cover letter's seven cells and the variants that measure it."""
+
+    cited_id: str
+    variant: str
+    """The wall-clock variant; the chapter's ``cited:`` declares it for the cited id."""
+    model: str
+    """The cited table's row (the preemption model), whose baseline cell is the reference."""
+    label: str
+    """The cited column (the configuration), as the cover letter names it."""
+    reference_id: str
+    """The cited id of the unpatched cell of the same model."""
+
+    @property
+    def icount(self) -> str:
+        """The variant that measures this cell under icount (``<variant>-icount``)."""
+        return f"{self.variant}-icount"
+
+    @property
+    def is_reference(self) -> bool:
+        """True for an unpatched cell: the one every other cell of its model is judged against."""
+        return self.cited_id == self.reference_id
+
+
+def cells(cited: pd.DataFrame) -> list[Cell]:
+    """The cells the chapter's ``cited:`` declares (variant -> cited id of
+    ``alloc_cycles_per_op``), in chapter.yaml's order, with their model, configuration and
+    reference read from the cited entries."""
+    by_id = cited[cited["chapter"] == CHAPTER].set_index("id")
+    workload = next(w for w in chapters.get(CHAPTER).meta["workloads"] if w["name"] == KMALLOC)
+    found = []
+    for variant, cid in workload["cited"][METRIC].items():
+        entry = by_id.loc[cid]
+        same = by_id[(by_id["table"] == entry["table"]) & (by_id["row"] == entry["row"])]
+        reference = same.index[same["variant"] == "baseline"]
+        if len(reference) != 1:
+            raise ValueError(f"data/cited/{CHAPTER}.yaml: row {entry['row']!r} needs exactly one "
+                             f"baseline entry to judge {cid} against, has {len(reference)}")
+        found.append(Cell(cid, variant, str(entry["row"]), str(entry["column"]), reference[0]))
+    return found
+
+
+ISOLATED = {"unpatched": "iso-unpatched", "pwlocks=0": "iso-pw-0", "pwlocks=1": "iso-pw-1"}
+"""Isolation kernels: label -> variant (all PREEMPT_DYNAMIC, CPU 1 isolated)."""
+PER_TRIGGER = {
+    "work_on_victim": "work items started on the isolated CPU",
+    "ipis_to_victim": "IPIs sent to the isolated CPU",
+    "switches_on_victim": "context switches on the isolated CPU",
+    "nivcsw": "times the FIFO loop was preempted",
+}
+"""Isolation counts, per drain request: metric -> what it counts."""
+LOCKDEP_KERNELS = {"v4 as posted": "lockdep-v4", "with the fix (0005)": "lockdep-fixed"}
+
+Chosen = dict[str, runs.Run]
+"""Each variant's boots pooled from every run made like its newest one
+(:func:`lab.runs.pooled_per_variant`)."""
+
+
+def values(chosen: Chosen, variant: str, workload: str, metric: str) -> pd.Series:
+    """Per-boot values of one metric of one variant (empty when the variant has no run)."""
+    if variant not in chosen:
+        return pd.Series(dtype=float)
+    return runs.metric_values(chosen[variant], variant, workload, metric)
+
+
+def reference(cell: Cell, every: list[Cell]) -> Cell:
+    """The unpatched cell of ``cell``'s model."""
+    return next(c for c in every if c.cited_id == cell.reference_id)
+
+
+def kmalloc_table(chosen: Chosen, every: list[Cell]) -> pd.DataFrame:
+    """One row per cell: ticks per kmalloc under TCG (mean over boots, boots, discarded
+    loads), instructions per kmalloc under icount, and the same two for kfree."""
+    rows = []
+    for cell in every:
+        row: dict[str, object] = {"model": cell.model, "cell": cell.label,
+                                  "cited_id": cell.cited_id}
+        for accel, variant in (("tcg", cell.variant), ("icount", cell.icount)):
+            for op in ("alloc", "free"):
+                v = values(chosen, variant, KMALLOC, f"{op}_cycles_per_op")
+                row[f"{op}_{accel}"] = v.mean() if len(v) else float("nan")
+            row[f"boots_{accel}"] = len(values(chosen, variant, KMALLOC, "alloc_cycles_per_op"))
+            row[f"discarded_{accel}"] = float(
+                values(chosen, variant, KMALLOC, "loads_discarded").sum())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def cell_change(chosen: Chosen, cell: Cell, every: list[Cell], *, icount: bool = False,
+                op: str = "alloc") -> stats.Change | None:
+    """The cell's change against its model's unpatched cell: Welch on the boots' log values
+    under TCG, exact (one deterministic count each) under icount. None when not measured."""
+    pick = (lambda c: c.icount) if icount else (lambda c: c.variant)
+    base = values(chosen, pick(reference(cell, every)), KMALLOC, f"{op}_cycles_per_op")
+    patched = values(chosen, pick(cell), KMALLOC, f"{op}_cycles_per_op")
+    if base.empty or patched.empty:
+        return None
+    if icount:
+        return stats.exact_change(float(base.mean()), float(patched.mean()))
+    return stats.percent_change(base, patched)
+
+
+def isolation_per_trigger(chosen: Chosen) -> pd.DataFrame:
+    """One row per isolation boot: the kernel, and each :data:`PER_TRIGGER` count divided by
+    the boot's drain requests, with the requests' median and maximum latency in ms."""
+    rows = []
+    for label, variant in ISOLATED.items():
+        if variant not in chosen:
+            continue
+        res = chosen[variant].results
+        res = res[(res["variant"] == variant) & (res["workload"] == ISOLATION)]
+        for rep, boot in res.groupby("rep"):
+            m = boot.set_index("metric")["value"]
+            rounds = m["rounds"]
+            latency = m[[k for k in m.index if k.endswith(".trigger_ns")]] / 1e6
+            rows.append({"kernel": label, "rep": rep, "rounds": rounds,
+                         **{k: m[k] / rounds for k in PER_TRIGGER},
+                         "latency_median_ms": latency.median(),
+                         "latency_max_ms": latency.max(),
+                         "max_gap_ms": m[[k for k in m.index if k.endswith(".max_gap_ns")]].max()
+                         / 1e6})
+    return pd.DataFrame(rows)
+
+
+def work_functions(chosen: Chosen) -> pd.DataFrame:
+    """Work items that started on the isolated CPU inside drain requests, per function and
+    kernel, summed over the boots, with the requests they came from."""
+    rows = []
+    for label, variant in ISOLATED.items():
+        if variant not in chosen:
+            continue
+        res = chosen[variant].results
+        res = res[(res["variant"] == variant) & (res["workload"] == ISOLATION)]
+        triggers = res.loc[res["metric"] == "rounds", "value"].sum()
+        for metric, v in res[res["metric"].str.startswith("work.")].groupby("metric")["value"]:
+            rows.append({"kernel": label, "function": metric.removeprefix("work."),
+                         "items": v.sum(), "triggers": triggers})
+    return pd.DataFrame(rows, columns=["kernel", "function", "items", "triggers"])
+
+
+def lockdep_warnings(chosen: Chosen) -> dict[str, float]:
+    """Kernel label -> lockdep warnings raised in SLUB's sheaf paths during its boot."""
+    return {label: float(values(chosen, v, LOCKDEP, "pw_assert_warnings").sum())
+            for label, v in LOCKDEP_KERNELS.items() if v in chosen}
+
+
+def _limits(chosen: Chosen, variant: str) -> str:
+    facts = runs.environment_facts(chosen[variant].manifest)
+    accel = "/".join(chosen[variant].manifest["variants"][variant].get("accel_used", [])).upper()
+    return f"{accel or facts['accelerator']}, {facts['vcpus']} vCPUs on {facts['host_cores']} " \
+           "host cores"
+
+
+def _row(rid: str, *, table: str, row: str, column: str, cited: str, ours: str,
+         verdict: verdicts.Verdict, run: runs.Run) -> dict:
+    return {"id": rid, "ours": ours, "verdict": verdict.verdict, "reason": verdict.reason,
+            "run_id": run.run_id, "environment": runs.environment_summary(run.manifest),
+            "chapter": CHAPTER, "table": table, "row": row, "column": column, "cited": cited}
+
+
+def cited_percent(cited: pd.DataFrame, cell: Cell) -> float:
+    """The change in percent that the cited pair (this cell against its reference) implies."""
+    by_id = cited.set_index("id")
+    return 100 * (float(by_id.loc[cell.cited_id, "mid"])
+                  / float(by_id.loc[cell.reference_id, "mid"]) - 1)
+
+
+def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
+    """Scorecard rows (:data:`lab.scorecard.DERIVED_COLUMNS`): the seven cited cells (absolute
+    TSC ticks: not comparable), a change row per patched cell judged from the TCG boots, an
+    icount mechanism row beside each, the isolation rows and the lockdep row."""
+    cited = cited[cited["chapter"] == CHAPTER]
+    by_id = cited.set_index("id")
+    chosen = runs.pooled_per_variant(chapter_runs)
+    every = cells(cited)
+    rows = []
+    for cell in every:
+        if cell.variant not in chosen or cell.cited_id not in by_id.index:
+            continue
+        entry = by_id.loc[cell.cited_id]
+        run = chosen[cell.variant]
+        ticks = values(chosen, cell.variant, KMALLOC, "alloc_cycles_per_op")
+        ours = f"{runs.describe(ticks)} TSC ticks under TCG (emulated time)"
+        if cell.icount in chosen:
+            count = values(chosen, cell.icount, KMALLOC, "alloc_cycles_per_op")
+            ours += f"; {count.mean():,.1f} instructions under icount"
+        rows.append({**_row(cell.cited_id, table=entry["table"], row=entry["row"],
+                            column=entry["column"], cited=entry["cited"], ours=ours,
+                            verdict=verdicts.not_comparable(
+                                "TSC ticks of the authors' machine (not named) against "
+                                "ticks of emulated time here; each patched cell's change "
+                                "against its unpatched cell is judged in its own row"),
+                            run=run)})
+        ref = reference(cell, every)
+        if cell.is_reference or ref.variant not in chosen:
+            continue
+        change = cell_change(chosen, cell, every)
+        implied = cited_percent(cited, cell)
+        cited_text = f"{implied:+.1f} % (implied: {entry['cited']} against " \
+                     f"{by_id.loc[ref.cited_id, 'cited']})"
+        pooled = runs.Run(run.chapter, " + ".join(dict.fromkeys(
+            [chosen[ref.variant].run_id, run.run_id])), run.path, run.manifest, run.results)
+        rows.append(_row(f"{cell.cited_id}-change", table=entry["table"], row=entry["row"],
+                         column=f"{cell.label}: {scorecard.DERIVED_COLUMN}", cited=cited_text,
+                         ours=change.describe() if change else "—",
+                         verdict=verdicts.judge_change(change, implied,
+                                                       _limits(chosen, cell.variant))
+                         if change else verdicts.Verdict(verdicts.NOT_YET,
+                                                         scorecard.NOT_YET_REASON),
+                         run=pooled))
+        exact = cell_change(chosen, cell, every, icount=True)
+        if exact is not None:
+            base_n = values(chosen, ref.icount, KMALLOC, "alloc_cycles_per_op")
+            own_n = values(chosen, cell.icount, KMALLOC, "alloc_cycles_per_op")
+            rows.append(_row(
+                f"{cell.cited_id}-icount", table=entry["table"], row=entry["row"],
+                column=f"{cell.label}: mechanism, instructions per kmalloc() (icount)",
+                cited=cited_text,
+                ours=f"{base_n.mean():,.1f} -> {own_n.mean():,.1f} instructions; "
+                     f"{exact.describe()}",
+                verdict=verdicts.judge_direction(
+                    exact, 1 if implied > 0 else -1,
+                    "that the cell's locking adds work to the allocation fast path",
+                    _limits(chosen, cell.icount)),
+                run=chosen[cell.icount]))
+    rows += _isolation_rows(chosen)
+    rows += _lockdep_rows(chosen)
+    return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)
+
+
+ISOLATION_TABLE = "isolated-cpu-drains"
+NO_CITED = "none (the cover gives the reproducer, no numbers)"
+
+
+def _isolation_rows(chosen: Chosen) -> list[dict]:
+    """unpatched -> pwlocks=1, per drain request: each count, and the latency."""
+    if not {"unpatched", "pwlocks=1"} <= {k for k, v in ISOLATED.items() if v in chosen}:
+        return []
+    boots = isolation_per_trigger(chosen)
+    by = {k: part for k, part in boots.groupby("kernel")}
+    run = chosen[ISOLATED["pwlocks=1"]]
+    limits = _limits(chosen, ISOLATED["pwlocks=1"])
+    ids = " + ".join(dict.fromkeys([chosen[ISOLATED["unpatched"]].run_id, run.run_id]))
+    pooled = runs.Run(run.chapter, ids, run.path, run.manifest, run.results)
+    rows = []
+    for metric, what in PER_TRIGGER.items():
+        change = stats.point_change(by["unpatched"][metric], by["pwlocks=1"][metric],
+                                    unit=" per request")
+        rows.append(_row(
+            f"qpw-isolation-{metric.replace('_', '-')}", table=ISOLATION_TABLE,
+            row="unpatched -> PWLOCKS=y, pwlocks=1",
+            column=f"mechanism: {what}, per drain request", cited=NO_CITED,
+            ours=f"{by['unpatched'][metric].mean():.2f} -> {by['pwlocks=1'][metric].mean():.2f}"
+                 f"; {change.describe()}",
+            verdict=verdicts.judge_direction(change, -1, f"fewer {what} (the series' purpose)",
+                                             limits),
+            run=pooled))
+    latency = stats.percent_change(by["unpatched"]["latency_median_ms"],
+                                   by["pwlocks=1"]["latency_median_ms"])
+    rows.append(_row(
+        "qpw-isolation-latency", table=ISOLATION_TABLE, row="unpatched -> PWLOCKS=y, pwlocks=1",
+        column="mechanism: drain request latency on CPU 0, median per boot (emulated time)",
+        cited=NO_CITED, ours=latency.describe(),
+        verdict=verdicts.judge_direction(latency, -1, "that the requester no longer waits for "
+                                         "a kworker behind the isolated CPU's FIFO loop",
+                                         limits),
+        run=pooled))
+    return rows
+
+
+def _lockdep_rows(chosen: Chosen) -> list[dict]:
+    """syzbot's warning: present with v4 as posted, absent with the fix. Counts of one boot
+    each: either it is so or it is not."""
+    got = lockdep_warnings(chosen)
+    if len(got) < 2:
+        return []
+    before, after = got["v4 as posted"], got["with the fix (0005)"]
+    run = chosen[LOCKDEP_KERNELS["with the fix (0005)"]]
+    ok = before > 0 and after == 0
+    verdict = verdicts.Verdict(
+        verdicts.DIRECTION if ok else verdicts.CONTRADICTED,
+        ("the warning syzbot reported appears with v4 as posted and not with the fix "
+         "(deterministic: the assertion fires on every call in these paths)") if ok else
+        f"expected warnings with v4 and none with the fix, got {before:.0f} and {after:.0f}")
+    return [_row("qpw-lockdep-syzbot", table="lockdep", row="PWLOCKS=n, CONFIG_PROVE_LOCKING",
+                 column="mechanism: lockdep warnings in SLUB's sheaf paths, one boot each",
+                 cited="syzbot's report (a warning at boot, no number)",
+                 ours=f"v4 as posted {before:.0f}, with the fix {after:.0f}", verdict=verdict,
+                 run=run)]

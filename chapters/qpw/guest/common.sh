@@ -1,0 +1,63 @@
+# Sourced by the qpw chapter's workload scripts (a tools-stage program, so in /tmp/kb/bin):
+# the role check, the failure rule and the facts about the booted kernel that every role prints.
+#
+# A kernel's role comes from its command line (qpw.role=kmalloc|isolation|lockdep, chapter.yaml
+# variants): a workload of another role prints "ran=0" and "end=ok" and stops, so every boot's
+# output says what ran on it. Any failure prints "error=<reason>" and exits non-zero: the boot
+# fails and nothing is published.
+BIN=/tmp/kb/bin
+W=/tmp/work
+
+fail() {
+	echo "error=$*"
+	echo "error=$*" >&2
+	exit 1
+}
+
+# only_role <role>: continue only on a kernel booted with qpw.role=<role>
+only_role() {
+	role=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^qpw\.role=//p')
+	[ -n "$role" ] || fail "no qpw.role= on the kernel command line (chapter.yaml variants)"
+	echo "role=$role"
+	if [ "$role" != "$1" ]; then
+		echo "ran=0"
+		echo "end=ok"
+		exit 0
+	fi
+	echo "ran=1"
+	mkdir -p $W
+}
+
+# environment: what this boot is (preemption model, PW locks, TSC), checked against what the
+# command line asked for. A pwlocks= the kernel did not take fails the boot: pwlocks= parses
+# integers only and warns otherwise, and a kernel without CONFIG_PWLOCKS lists it among the
+# unknown parameters.
+environment() {
+	echo "== environment"
+	config=$(zcat /proc/config.gz) || fail "no /proc/config.gz (CONFIG_IKCONFIG_PROC)"
+	for opt in CONFIG_PREEMPT_RT CONFIG_PREEMPT_DYNAMIC CONFIG_PREEMPT_LAZY CONFIG_PWLOCKS \
+		CONFIG_PWLOCKS_DEFAULT CONFIG_PROVE_LOCKING CONFIG_JUMP_LABEL CONFIG_SLUB_TINY; do
+		echo "$config" | grep -q "^$opt=y" && echo "$opt=1" || echo "$opt=0"
+	done
+	want=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^pwlocks=//p')
+	echo "pwlocks=${want:--1}"
+	dmesg | grep -q "PWLOCKS: invalid pwlocks parameter" &&
+		fail "the kernel rejected pwlocks=$want (it takes 0 or 1)"
+	if [ -n "$want" ] && ! echo "$config" | grep -q '^CONFIG_PWLOCKS=y'; then
+		fail "pwlocks=$want on the command line of a kernel without CONFIG_PWLOCKS"
+	fi
+	# "Dynamic Preempt: <model>" (PREEMPT_DYNAMIC kernels only)
+	model=$(dmesg | sed -n 's/.*Dynamic Preempt: \([a-z]*\).*/\1/p' | tail -n 1)
+	echo "preempt_model=${model:-none}"
+	echo "tsc_khz=$(dmesg | sed -n 's/.*tsc: Refined TSC clocksource calibration: \([0-9]*\)\.\([0-9]\{3\}\) MHz.*/\1\2/p;s/.*tsc: Detected \([0-9]*\)\.\([0-9]\{3\}\) MHz processor.*/\1\2/p' | tail -n 1)"
+	dmesg | grep -q "Marking clocksource 'tsc' as unstable" && echo "tsc_unstable=1" ||
+		echo "tsc_unstable=0"
+	echo "isolated=$(cat /sys/devices/system/cpu/isolated)"
+	echo "== end environment"
+}
+
+# warnings_since <line>: kernel log lines after line <line> that would make a result unusable
+warnings_since() {
+	dmesg | tail -n +"$(($1 + 1))" |
+		grep -E 'WARNING:|BUG:|Oops|rcu: INFO: .* stall|self-detected stall|page allocation failure|scheduling while atomic|Call Trace:'
+}

@@ -1,0 +1,61 @@
+#!/bin/sh
+# qpw chapter, isolation kernels (isolcpus=domain,managed_irq,1 irqaffinity=0): ROUNDS drains
+# of the per-CPU LRU batches requested on CPU 0 while a SCHED_FIFO loop runs on the isolated
+# CPU 1 (guest/drainvictim.c). Before each round the victim writes one new tmpfs page, so its
+# CPU's batch holds a folio and lru_add_drain_all() has work for CPU 1 every round.
+#
+# The kernel's own account comes from trace events, restricted to what concerns CPU 1: work
+# items that started on it and work queued for it, IPIs sent to it and the IPI handlers it
+# ran, and its context switches; the TSC clock orders them against the rounds' trace markers.
+# Stdout: "== environment", "== victim" (drainvictim's lines), "== trace" (the trace buffer),
+# then end=ok (chapters/qpw/parse.py).
+set -u
+. /tmp/kb/bin/common.sh
+ROUNDS=20
+T=/sys/kernel/tracing
+
+only_role isolation
+environment
+[ "$(cat /sys/devices/system/cpu/isolated)" = 1 ] ||
+	fail "CPU 1 is not isolated (isolcpus= on the command line: chapter.yaml)"
+mount -t tracefs nodev $T 2>/dev/null
+[ -w $T/trace_marker ] || fail "no tracefs at $T (CONFIG_FTRACE)"
+
+# event filter: each must be accepted, or the counts would silently include other CPUs
+event() {
+	[ -d "$T/events/$1" ] || fail "no trace event $1 in this kernel"
+	[ -z "$2" ] || echo "$2" > "$T/events/$1/filter" ||
+		fail "trace event $1 rejected the filter '$2'"
+	echo 1 > "$T/events/$1/enable" || fail "cannot enable trace event $1"
+}
+echo 0 > $T/tracing_on
+echo x86-tsc > $T/trace_clock || fail "no x86-tsc trace clock"
+echo 4096 > $T/buffer_size_kb
+echo > $T/trace
+event workqueue/workqueue_execute_start "common_cpu == 1"
+event workqueue/workqueue_queue_work "cpu == 1"
+event sched/sched_switch "common_cpu == 1"
+event ipi/ipi_send_cpu "cpu == 1"
+event ipi/ipi_send_cpumask "cpumask & CPUS{1}"
+event irq_vectors/reschedule_entry "common_cpu == 1"
+event irq_vectors/call_function_single_entry "common_cpu == 1"
+event irq_vectors/call_function_entry "common_cpu == 1"
+
+mkdir -p $W/shm
+mount -t tmpfs -o size=64m victim $W/shm || fail "mount tmpfs for the victim's file"
+before=$(dmesg | wc -l)
+echo 1 > $T/tracing_on
+$BIN/drainvictim 1 0 $ROUNDS $W/shm > $W/victim.out 2> $W/victim.err
+rc=$?
+echo 0 > $T/tracing_on
+echo "== victim"
+cat $W/victim.out
+echo "== end victim"
+[ "$rc" -eq 0 ] || fail "drainvictim exited $rc: $(tail -n 3 $W/victim.err | tr '\n' '|')"
+bad=$(warnings_since "$before")
+[ -z "$bad" ] || fail "kernel warning during the rounds: $(echo "$bad" | head -n 1)"
+grep -q 'overrun: [1-9]' $T/per_cpu/cpu*/stats && fail "the trace buffer overran"
+echo "== trace"
+grep -v '^#' $T/trace
+echo "== end trace"
+echo "end=ok"

@@ -1,0 +1,109 @@
+"""The qpw parsers on what the guest scripts really printed, and on broken variants of it.
+
+Fixtures: ``kmalloc-dyn-pw-1-tcg.out``, a PWLOCKS=y pwlocks=1 boot under TCG captured on
+2026-11-25 (three loads then; the committed runs have four); ``kmalloc-not-this-role.out``, the
+kmalloc script on a kernel of another role; ``isolation-*.out`` and ``lockdep-*.out``, boots of
+the isolation and lockdep kernels captured the same day.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lab import chapters
+from lab.command import StageError
+
+parse = chapters.get("qpw").module("parse")
+FIXTURES = Path(__file__).parent / "fixtures"
+KMALLOC = (FIXTURES / "kmalloc-dyn-pw-1-tcg.out").read_text()
+
+
+def test_kmalloc_averages_the_loads_after_the_first_over_all_their_allocations() -> None:
+    r = dict(parse.kmalloc(KMALLOC, "fixture"))
+    assert r["ran"] == 1 and r["loads_kept"] == 3 and r["loads_discarded"] == 0
+    assert r["alloc_cycles_per_op"] == pytest.approx((3437963425 + 3377103145) / 18e6)
+    assert r["free_cycles_per_op"] == pytest.approx((3828791928 + 3707231762) / 18e6)
+    assert r["load1.alloc_cycles_per_op"] == pytest.approx(7285521360 / 9e6)
+    assert r["load1.iterations"] == 9e6 and r["load3.cpu"] == 0
+
+
+def test_the_environment_says_which_cell_booted() -> None:
+    r = dict(parse.kmalloc(KMALLOC, "fixture"))
+    assert r["CONFIG_PWLOCKS"] == 1 and r["CONFIG_PREEMPT_RT"] == 0 and r["pwlocks"] == 1
+    assert r["env.preempt.lazy"] == 1 and r["tsc_khz"] == 2596119
+    assert r["env.isolated_cpus"] == 0
+
+
+def test_a_kernel_of_another_role_gives_ran_0_only() -> None:
+    text = (FIXTURES / "kmalloc-not-this-role.out").read_text()
+    assert parse.kmalloc(text, "fixture") == [("ran", 0.0)]
+
+
+def test_a_discarded_load_is_counted_and_left_out() -> None:
+    text = "\n".join("load=2 discarded=rcu:_INFO:_rcu_preempt_self-detected_stall_on_CPU"
+                     if line.startswith("load=2 ") else line
+                     for line in KMALLOC.splitlines()) + "\n"
+    r = dict(parse.kmalloc(text, "fixture"))
+    assert r["loads_discarded"] == 1 and r["loads_kept"] == 2 and r["load2.discarded"] == 1
+    assert r["alloc_cycles_per_op"] == pytest.approx(3377103145 / 9e6)
+
+
+@pytest.mark.parametrize("broken, message", [
+    (KMALLOC.replace("end=ok", ""), "truncated"),
+    (KMALLOC.replace("== kmalloc\n", "error=kernel warning during load 1: WARNING: x\n"),
+     "kernel warning during load 1"),
+    (KMALLOC.replace("alloc_cycles=3377103145", "alloc_cycles=lots"), "neither a result"),
+    (KMALLOC.replace("== end kmalloc\n", ""), "not closed"),
+    (KMALLOC.replace("== end environment", "== end kmalloc"), "closes 'environment'"),
+    (KMALLOC.replace("ran=1", "ran=1\n== kmalloc\n== end kmalloc"), "twice"),
+    (KMALLOC.replace("role=kmalloc", "role=isolation"), "expected role=kmalloc"),
+    ("\n".join(line for line in KMALLOC.splitlines() if not line.startswith("load=")
+               or line.startswith("load=1 ")) + "\n", "no load after the first"),
+])
+def test_broken_kmalloc_outputs_fail_naming_the_problem(broken: str, message: str) -> None:
+    with pytest.raises(StageError, match=message):
+        parse.kmalloc(broken, "fixture")
+
+
+ISO = (FIXTURES / "isolation-unpatched.out").read_text()
+ISO_PW1 = (FIXTURES / "isolation-pw-1.out").read_text()
+
+
+def test_isolation_attributes_cpu1_events_to_the_requests_by_their_markers() -> None:
+    r = dict(parse.isolation(ISO, "fixture"))
+    assert r["rounds"] == 20 and r["env.isolated_cpus"] == 1
+    # one lru_add_drain_per_cpu per request, and the barrier flush_work() queued behind it
+    # when it found the item still pending (19 of 20 times)
+    assert r["work.lru_add_drain_per_cpu"] == 20 and r["work.wq_barrier_func"] == 19
+    assert r["work_on_victim"] == 39 == sum(r[f"r{n}.work_on_victim"] for n in range(20))
+    assert r["work_queued_to_victim"] == 20 and r["switches_on_victim"] == 40
+    assert r["ipis_to_victim"] == 21 and r["ipi_handlers_on_victim"] == 21
+    assert r["nivcsw"] == 20 and r["outside.work_on_victim"] == 0
+    assert r["r0.trigger_ns"] == 841213079 and r["r0.max_gap_ns"] == 6295845
+
+
+def test_with_pwlocks_1_nothing_reaches_the_isolated_cpu_inside_a_request() -> None:
+    r = dict(parse.isolation(ISO_PW1, "fixture"))
+    assert r["pwlocks"] == 1 and r["rounds"] == 20
+    for metric in parse.PER_ROUND:
+        assert r[metric] == 0, metric
+    assert not any(k.startswith("work.") for k in r)
+    # the IPI before the first request is counted nowhere in the requests
+    assert "generic_exec_single" in ISO_PW1.split("kb-round 0 begin")[0]
+
+
+@pytest.mark.parametrize("broken, message", [
+    (ISO.replace("kb-round 7 end", "kb-round 7 ended"), "round 7 lacks its begin or end"),
+    (ISO.replace("round=3 max_gap_ns", "round=3 max_gapx"), "round 3 lacks"),
+    (ISO.replace("workqueue_execute_start:", "workqueue_execute_end:", 1),
+     "unexpected trace event 'workqueue_execute_end'"),
+    (ISO.replace("== trace\n", "== trace\nnot an event\n"), "is not an event line"),
+    (ISO.replace("rounds=20", "rounds=0"), "no rounds"),
+    (ISO.replace("== victim", "error=drainvictim exited 1: error=write trace_marker\n== victim"),
+     "drainvictim exited 1"),
+])
+def test_broken_isolation_outputs_fail_naming_the_problem(broken: str, message: str) -> None:
+    with pytest.raises(StageError, match=message):
+        parse.isolation(broken, "fixture")
