@@ -69,7 +69,6 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
     ("qpw.md", "Posted by Marcelo Tosatti on 2026-02-06"): ("not ours", HISTORY),
     ("qpw.md", "With the key off, the helpers fall back to `local_lock_t`"): ("not ours", CODE),
     ("qpw.md", "adds `include/linux/pwlocks.h`"): ("not ours", CODE),
-    ("qpw.md", "The author's reproducer is used as published"): ("not ours", CODE),
     ("sched-ext.md", "Otherwise the code falls through to `schedule_deferred()`"):
         ("not ours", CODE),
     ("scorecard.md", "A cited \"no change\" is reproduced only by an exact 0"): ("not ours", RULE),
@@ -120,7 +119,7 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
         ("not ours", "'less' subtracts files from a tree, it compares nothing"),
     ("pipeline.md", "Dropped option : `olddefconfig dropped or changed"): ("not ours", CODE),
     ("qpw.md", "The v1 thread turned into a design discussion"): ("not ours", HISTORY),
-    ("qpw.md", "Whether flushing on every return to user space raises LRU lock contention"):
+    ("qpw.md", "so remote work fits better than extra work on every system call"):
         ("not ours", AUTHOR),
     ("sched-ext.md", "this is the fallback for the cases the cheaper hooks cannot cover"):
         ("not ours", CODE),
