@@ -1,0 +1,50 @@
+"""The qpw judge on the committed runs: every cited cell gets a verdict, every patched cell a
+change row and an icount mechanism row beside it, and the isolation and lockdep rows stand at
+the chapter's end."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from lab import chapters, cited, runs, scorecard, verdicts
+
+qpw = chapters.get("qpw").module("analysis")
+FRAME = cited.to_frame(cited.load_all())
+
+
+def judged() -> pd.DataFrame:
+    return qpw.judge(FRAME, runs.load_chapter_runs("qpw")).set_index("id")
+
+
+def test_the_cells_come_from_the_chapter_s_cited_declaration() -> None:
+    cells = qpw.cells(FRAME)
+    assert len(cells) == 7 == len(FRAME[FRAME["chapter"] == "qpw"])
+    references = [c for c in cells if c.is_reference]
+    assert [c.variant for c in references] == ["dyn-unpatched", "rt-unpatched"]
+    assert all(c.reference_id in {r.cited_id for r in references} for c in cells)
+    assert qpw.cited_percent(FRAME, cells[3]) == (75 / 60 - 1) * 100
+
+
+def test_every_cited_cell_is_judged_and_every_patched_cell_has_two_change_rows() -> None:
+    rows = judged()
+    ids = FRAME.loc[FRAME["chapter"] == "qpw", "id"]
+    assert set(ids) <= set(rows.index)
+    assert (rows.loc[ids, "verdict"] == verdicts.NOT_COMPARABLE).all()
+    for cell in qpw.cells(FRAME):
+        if cell.is_reference:
+            continue
+        change, mechanism = rows.loc[f"{cell.cited_id}-change"], rows.loc[f"{cell.cited_id}-icount"]
+        assert change["verdict"] in verdicts.JUDGED and change["cited"].endswith(")")
+        assert mechanism["verdict"] in verdicts.JUDGED
+        assert "instructions" in mechanism["ours"]
+    assert set(rows.columns) >= set(scorecard.DERIVED_COLUMNS) - {"id"}
+
+
+def test_the_isolation_and_lockdep_rows_are_judged_for_direction() -> None:
+    rows = judged()
+    isolation = rows[rows["table"] == qpw.ISOLATION_TABLE]
+    assert len(isolation) == len(qpw.PER_TRIGGER) + 1
+    assert set(isolation["verdict"]) <= {verdicts.DIRECTION, verdicts.INCONCLUSIVE,
+                                         verdicts.CONTRADICTED}
+    assert rows.loc["qpw-isolation-work-on-victim", "verdict"] == verdicts.DIRECTION
+    assert rows.loc["qpw-lockdep-syzbot", "verdict"] == verdicts.DIRECTION
