@@ -4,7 +4,7 @@
  *
  * The qpw chapter's re-implementation of the method in the QPW v3 cover
  * letter: keep @iterations objects of @size bytes, allocated with
- * GFP_ATOMIC inside one preempt_disable() section and timed with
+ * GFP_ATOMIC inside one preempt_disable() section (see below for RT) and timed with
  * get_cycles() (rdtsc on x86), so that no object is freed and reused
  * while the loop runs.  The objects are then freed in a second timed
  * section, because the series changes the free path's locking too.
@@ -16,6 +16,13 @@
  * the totals, so no precision is lost to integer division here.  Under
  * QEMU's -icount the TSC counts guest instructions, so the same line then
  * gives instructions per kmalloc().
+ *
+ * On PREEMPT_RT the timed sections disable migration instead of preemption:
+ * spinlock_t sleeps there, the refill and free paths take spinlocks (the
+ * barn's, the zone's), and sleeping with preemption disabled is a bug. The
+ * cover letter's preempt_disable() hit it in the free loop of a PREEMPT_RT,
+ * pwlocks=1 boot of ours ("BUG: scheduling while atomic"); migrate_disable()
+ * keeps the task on its CPU, which is what local_lock_t itself does on RT.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -23,6 +30,14 @@
 #include <linux/preempt.h>
 #include <linux/smp.h>
 #include <linux/timex.h>
+
+#ifdef CONFIG_PREEMPT_RT
+#define bench_pin()	migrate_disable()
+#define bench_unpin()	migrate_enable()
+#else
+#define bench_pin()	preempt_disable()
+#define bench_unpin()	preempt_enable()
+#endif
 
 static unsigned int size = 64;
 module_param(size, uint, 0444);
@@ -47,23 +62,23 @@ static int __init kmalloc_bench_init(void)
 	if (!objs)
 		return -ENOMEM;
 
-	preempt_disable();
+	bench_pin();
 	cpu = smp_processor_id();
 	start = get_cycles();
 	for (i = 0; i < iterations; i++)
 		objs[i] = kmalloc(size, GFP_ATOMIC);
 	alloc_cycles = get_cycles() - start;
-	preempt_enable();
+	bench_unpin();
 
 	for (i = 0; i < iterations; i++)
 		failed += !objs[i];
 
-	preempt_disable();
+	bench_pin();
 	start = get_cycles();
 	for (i = 0; i < iterations; i++)
 		kfree(objs[i]);
 	free_cycles = get_cycles() - start;
-	preempt_enable();
+	bench_unpin();
 
 	vfree(objs);
 	pr_info("kmalloc_bench: size=%u iterations=%u cpu=%d alloc_cycles=%llu free_cycles=%llu failed=%u\n",
