@@ -18,6 +18,32 @@ BASELINE_COLOR = "#7f7f7f"
 CHANGE_COLOR = "#d62728"
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 
+FONT_SIZE = 9
+"""The book's figure text, in points (a figure is shown at about its own size on a desktop)."""
+LEGEND_SIZE = 8
+"""The smallest text a figure of the book uses: legends, annotations. Below it a legend in a
+figure scaled to a phone's width is no longer readable; ``tests/book`` checks every figure."""
+
+STYLE = {
+    "svg.hashsalt": "kernel-book",
+    "svg.fonttype": "none",
+    "svg.id": None,
+    "pdf.compression": 9,
+    "figure.dpi": 110,
+    "savefig.bbox": "tight",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "font.size": FONT_SIZE,
+    "legend.fontsize": LEGEND_SIZE,
+    "legend.title_fontsize": LEGEND_SIZE,
+    "legend.frameon": False,
+}
+"""One style for every figure of the book (:func:`lab.notebook.setup` applies it): a fixed SVG
+hash salt and no ids or dates keep a figure's files identical on the same data, and legends
+take :data:`LEGEND_SIZE` unless a figure asks for larger."""
+
 
 def _bar_columns(part: pd.DataFrame) -> list[str]:
     """The author's columns drawn as bars: the measured ones, or the changes if that is all."""
@@ -63,7 +89,8 @@ def cited_figure(frame: pd.DataFrame, title: str) -> plt.Figure:
                 if row in text.index:
                     ax.annotate(text[row], xy=(1.0, j), xycoords=("axes fraction", "data"),
                                 xytext=(4, 0), textcoords="offset points", va="center",
-                                fontsize=8, color=CHANGE_COLOR, annotation_clip=False)
+                                fontsize=LEGEND_SIZE, color=CHANGE_COLOR,
+                                annotation_clip=False)
         ax.set_yticks(np.arange(len(rows)), rows)
         ax.invert_yaxis()
         shown = part[part["column"].isin(columns)]
@@ -72,8 +99,7 @@ def cited_figure(frame: pd.DataFrame, title: str) -> plt.Figure:
         ax.set_xlabel(f"{quantity} [{units}]")
         ax.set_title(table, loc="left", fontsize=9)
         ax.xaxis.set_major_formatter(EngFormatter(sep=" "))
-        ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False,
-                  ncol=min(len(columns), 3))
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=min(len(columns), 3))
     if frame["approximate"].any():
         title += "\nhatched: approximate value (~); whiskers: a range as written"
     fig.suptitle(title, x=0.01, ha="left", fontsize=10)

@@ -14,11 +14,13 @@ from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+from xml.etree import ElementTree
 
 import yaml
 from jupyter_cache import get_cache
 
 from lab import chapters, cited
+from lab.figures import LEGEND_SIZE
 from tests.book.conftest import sphinx
 
 BOOK = [c.name for c in chapters.book()]
@@ -112,6 +114,24 @@ def test_internal_links_and_references_resolve(built: Path) -> None:
     assert not broken, broken[:20]
     numrefs = [p for p in parsed if "std-numref" in p.read_text(encoding="utf-8")]
     assert len(numrefs) >= len(BOOK)
+
+
+def test_every_legend_is_legible(built: Path) -> None:
+    """Every legend of every figure the book shows is set at least at lab.figures.LEGEND_SIZE
+    (in an SVG of the book, points are SVG units)."""
+    small = []
+    svgs = sorted((built / "_build" / "figures").rglob("*.svg"))
+    assert svgs
+    for svg in svgs:
+        root = ElementTree.parse(svg).getroot()
+        for group in root.iter("{http://www.w3.org/2000/svg}g"):
+            if not group.get("id", "").startswith("legend_"):
+                continue
+            for text in group.iter("{http://www.w3.org/2000/svg}text"):
+                size = re.search(r"font-size: ([\d.]+)px", text.get("style", ""))
+                if size and float(size[1]) < LEGEND_SIZE:
+                    small.append(f"{svg.name}: {text.text!r} at {size[1]}")
+    assert not small, small[:10]
 
 
 def test_unchanged_rebuild_executes_nothing(built: Path) -> None:
