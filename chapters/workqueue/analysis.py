@@ -80,7 +80,7 @@ def mechanism_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Data
             "id": f"workqueue-mechanism-{scope.replace('_', '-')}-contentions",
             "ours": f"contentions {contended.describe()}; acquisitions (control) "
                     f"{acquired.describe()}",
-            "verdict": verdict.verdict, "reason": verdict.reason,
+            **verdict.columns(),
             "run_id": " + ".join(dict.fromkeys(chosen[v].run_id for v in LOCKSTAT.values())),
             "environment": runs.environment_summary(manifest) + ", CONFIG_LOCK_STAT",
             "chapter": "workqueue", "table": entry["table"], "row": entry["row"],

@@ -249,3 +249,21 @@ def test_runs_of_the_same_binaries_pool_and_other_binaries_replace(tmp_path: Pat
     _pool_run(tmp_path, "20260103T000000Z-a", other, 2, 300)
     pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
     assert pooled.run_id == "20260103T000000Z-a" and list(pooled.results["value"]) == [301, 302]
+
+
+def test_the_judged_numbers_reach_the_card(tmp_path: Path) -> None:
+    write_run(tmp_path, "20261122T0000Z-a", throughput("baseline", [100, 101, 99])
+              + throughput("patched", [108, 109, 110]))
+    frame = cited.to_frame(cited.load_all())
+    card = scorecard.build(frame, runs.measured_for_cited(tmp_path),
+                           judges.judged(frame, tmp_path)).set_index("id")
+    gain = card.loc["workqueue-tput-cache-gain"]
+    assert gain["kind"] == "cited change"
+    assert gain["our_low"] < gain["our_change"] < gain["our_high"]
+    assert gain["ours"].startswith(f"{gain['our_change']:+.1f} %")
+    assert gain["cited_change"] == pytest.approx(8.9)
+    assert card.loc["workqueue-tput-cache-baseline", "kind"] == "cited value"
+    assert card.loc["workqueue-tput-numa-gain", "our_unit"] == ""
+    assert set(scorecard.chapter_view(card.reset_index(), "workqueue").columns).isdisjoint(
+        scorecard.DATA_COLUMNS)
+
