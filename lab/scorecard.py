@@ -22,7 +22,7 @@ The rule a judge applies (see :func:`compare` and :func:`verdict_rows`):
 Rows that are not cited entries carry their own ``chapter``, ``table``, ``row``, ``column`` and
 ``cited`` (:data:`DERIVED_COLUMNS`). Every judged row also carries the numbers its verdict was
 decided from (:data:`lab.verdicts.NUMBER_COLUMNS`, via :meth:`lab.verdicts.Verdict.columns`), so
-a figure draws them instead of re-reading the text.
+the book's overview figure (:func:`overview`) draws them instead of re-reading the text.
 """
 
 from __future__ import annotations
@@ -309,3 +309,53 @@ def chapter_view(card: pd.DataFrame, chapter: str) -> pd.DataFrame:
     part = table_view(card[card["chapter"] == chapter])
     return part.drop(columns=["chapter", "id"]).reset_index(drop=True)
 
+
+OVERVIEW_COLUMNS = ["chapter", "measurement", "row", "column", "kind", "cited", "ours",
+                    "verdict", *verdicts.NUMBER_COLUMNS, "rows"]
+"""One line of the overview figure; ``rows`` counts the card rows it stands for."""
+
+
+def overview(card: pd.DataFrame, chapter_order: list[str]) -> pd.DataFrame:
+    """The card's rows as the book's overview figure draws them, chapter by chapter in
+    ``chapter_order`` (then any other chapter of the card).
+
+    Every change row (cited, derived, mechanism) is one line. The values of the author's machine
+    are not drawn one by one: where a change row stands for them they are its context, and a
+    (measurement, row) of values alone (a chapter not yet measured, a share shown for scale)
+    becomes one line per verdict, counting its values. So every row a judge emitted is drawn or
+    counted, and the ``rows`` of the overview add up to the card's length.
+    """
+    order = {c: i for i, c in enumerate(dict.fromkeys([*chapter_order, *card["chapter"]]))}
+    card = card.iloc[card["chapter"].map(order).argsort(kind="stable")]
+    fields = OVERVIEW_COLUMNS[:-1]
+    lines = []
+    for _, part in card.groupby(["chapter", "measurement", "row"], sort=False):
+        changes = part[part["kind"] != KINDS[1]]
+        values = part[part["kind"] == KINDS[1]]
+        for i, (_, row) in enumerate(changes.iterrows()):
+            lines.append({**row[fields].to_dict(), "rows": 1 + (len(values) if i == 0 else 0)})
+        if len(changes):
+            continue
+        for verdict, same in values.groupby("verdict", sort=False):
+            lines.append({**same.iloc[0][fields].to_dict(),
+                          "column": f"{len(same)} cited value{'s' * (len(same) > 1)}",
+                          "ours": "" if verdict == NOT_YET else same.iloc[0]["ours"],
+                          "rows": len(same)})
+    return pd.DataFrame(lines, columns=OVERVIEW_COLUMNS)
+
+
+def verdict_summary(lines: pd.DataFrame) -> str:
+    """What :func:`overview` lines of one chapter found, in words: how many changes (cited,
+    derived, mechanism) got each verdict, then the cited values that stand alone, e.g.
+    "14 changes: 1 reproduced, 2 direction confirmed, 10 inconclusive here, 1 contradicted"."""
+    changes = lines[lines["kind"] != KINDS[1]]
+    values = lines[lines["kind"] == KINDS[1]]
+    parts = []
+    if len(changes):
+        counted = changes["verdict"].value_counts()
+        found = [f"{counted[v]} {v}" for v in verdicts.VERDICTS if v in counted]
+        parts.append(f"{len(changes)} change{'s' * (len(changes) > 1)}: " + ", ".join(found))
+    for verdict, same in values.groupby("verdict", sort=False):
+        n = int(same["rows"].sum())
+        parts.append(f"{n} cited value{'s' * (n > 1)}: {verdict}")
+    return "; ".join(parts) or "no cited numbers"

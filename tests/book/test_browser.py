@@ -3,10 +3,10 @@
 Each page of the HTML book is opened over ``file://`` at a desktop width (1400 px) and a phone
 width (420 px). The test fails on console errors and uncaught exceptions, images that did not
 load, links to files or anchors that do not exist, tables wider than the main column at the
-desktop width or clipped on the phone, and any request that would leave the machine (such
-requests are blocked, and counted). It writes a screenshot of each chapter at both widths to
-``_build/screenshots/<page>-<width>-<n>.png`` (or ``$KERNEL_BOOK_SCREENSHOTS``; a long page in
-tiles of 12000 px) for a person to look at.
+desktop width or clipped on the phone, a landing-page figure too small to read on the phone,
+and any request that would leave the machine (such requests are blocked, and counted). It
+writes a screenshot of each chapter at both widths to ``_build/screenshots/<page>-<width>-<n>.png``
+(or ``$KERNEL_BOOK_SCREENSHOTS``; a long page in tiles of 12000 px) for a person to look at.
 
 Chromium is Debian's package: ``make browser-deps`` installs it (as root); ``make test`` runs
 that first.
@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from lab import ROOT, chapters
+from lab.figures import FONT_SIZE
 from tests.book import chromium, unavailable
 
 DESKTOP, PHONE = 1400, 420
@@ -69,6 +70,15 @@ LAYOUT = """((STRICT) => {
   return {pageWidth: page.scrollWidth, viewport: page.clientWidth, tables};
 })"""
 
+
+OVERVIEW = """(() => {
+  const img = document.querySelector('#fig-overview img');
+  return img ? img.getBoundingClientRect().width / img.naturalWidth : null;
+})()"""
+"""How much the landing page's overview figure is scaled down (1: shown at its own size)."""
+
+SMALLEST_TEXT_PX = 10
+"""The smallest text, in CSS pixels, the landing page's figure may show on a phone."""
 
 LOCAL = ("file", "data", "blob", "about")
 """URL schemes that stay on the machine; a request to any other is a failure."""
@@ -152,7 +162,7 @@ def report(html: Path) -> Iterator[dict[str, Any]]:
                     " or set KERNEL_BOOK_CHROMIUM")
     found: dict[str, list[Any]] = {k: [] for k in
                                    ("console", "images", "links", "desktop", "phone",
-                                    "network", "screenshots", "pages")}
+                                    "network", "screenshots", "pages", "overview")}
     ids: dict[Path, set[str]] = {}
     hrefs: dict[Path, list[str]] = {}
     shots = _screenshot_names()
@@ -176,6 +186,8 @@ def report(html: Path) -> Iterator[dict[str, Any]]:
             browser.settle(0.3)
             found["phone"] += [f"{rel}: {p}" for p in
                                _layout_problems(page.evaluate(MEASURE), strict=False)]
+            if rel == "book/index.html":
+                found["overview"].append(page.evaluate(OVERVIEW))
             if rel in shots:
                 found["screenshots"] += page.screenshot(SCREENSHOTS / f"{shots[rel]}-{PHONE}")
             errors, network = _messages(page.events)
@@ -234,3 +246,11 @@ def test_screenshots_of_every_chapter(report: dict[str, Any]) -> None:
             assert shot in report["screenshots"], shot
             assert shot.stat().st_size > 10_000, shot
             assert shot.read_bytes().startswith(b"\x89PNG"), shot
+
+
+def test_the_landing_figure_is_legible_on_a_phone(report: dict[str, Any]) -> None:
+    """The overview figure is drawn narrow so that a phone shows it nearly at its own size: its
+    smallest text (lab.figures.FONT_SIZE points, 4/3 px each) stays readable."""
+    assert report["overview"] and report["overview"][0] is not None, "no #fig-overview image"
+    smallest = FONT_SIZE * 4 / 3 * report["overview"][0]
+    assert smallest >= SMALLEST_TEXT_PX, f"its smallest text is {smallest:.1f} px on a phone"
