@@ -59,8 +59,12 @@ LOGGER = logging.getLogger(__name__)
 STAMP_FILE = "kernelbook-data-digests.json"
 FIGURE_MIMES = {"image/svg+xml": "svg", "application/pdf": "pdf", "image/png": "png"}
 WIDE_COLUMNS = 8
-LONG_TOKEN = 14
 """A pasted table of more columns than this is set in smaller type (class ``kb-wide``)."""
+LONG_TOKEN = 14
+"""A cell with a word longer than this (a symbol name) may break inside it (``kb-long``)."""
+PROSE_CHARS = 60
+"""A cell longer than this is prose (a verdict's reason): on a phone it keeps a readable
+width (``kb-prose``) rather than being squeezed into a column of a few words."""
 
 
 def declared_reads(source: Path) -> list[str]:
@@ -413,12 +417,14 @@ class KbTable(_PasteDirective):
     @staticmethod
     def _row(cells: list[str]) -> nodes.row:
         """A table row; a cell holding a long unbreakable token (a symbol name, a list of
-        them) is marked ``kb-long``, the only kind the stylesheet lets break inside a word."""
-        return nodes.row("", *(
-            nodes.entry("", nodes.paragraph(text=str(c)),
-                        classes=["kb-long"] if max(map(len, str(c).split()), default=0)
-                        > LONG_TOKEN else [])
-            for c in cells))
+        them) is marked ``kb-long``, the only kind the stylesheet lets break inside a word, and
+        a cell of prose ``kb-prose``, which the stylesheet keeps wide on a phone."""
+        def classes(text: str) -> list[str]:
+            long = max(map(len, text.split()), default=0) > LONG_TOKEN
+            return ["kb-long"] * long + ["kb-prose"] * (len(text) > PROSE_CHARS)
+
+        return nodes.row("", *(nodes.entry("", nodes.paragraph(text=str(c)),
+                                           classes=classes(str(c))) for c in cells))
 
 
 class KbChapters(TocTree):
