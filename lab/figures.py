@@ -12,11 +12,51 @@ import re
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter
+
+from lab import stats, verdicts
 
 BASELINE_COLOR = "#7f7f7f"
 CHANGE_COLOR = "#d62728"
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
+
+FONT_SIZE = 9
+"""The book's figure text, in points (a figure is shown at about its own size on a desktop)."""
+LEGEND_SIZE = 8
+"""The smallest text a figure of the book uses: legends, annotations. Below it a legend in a
+figure scaled to a phone's width is no longer readable; ``tests/book`` checks every figure."""
+
+STYLE = {
+    "svg.hashsalt": "kernel-book",
+    "svg.fonttype": "none",
+    "svg.id": None,
+    "pdf.compression": 9,
+    "figure.dpi": 110,
+    "savefig.bbox": "tight",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "font.size": FONT_SIZE,
+    "legend.fontsize": LEGEND_SIZE,
+    "legend.title_fontsize": LEGEND_SIZE,
+    "legend.frameon": False,
+}
+"""One style for every figure of the book (:func:`lab.notebook.setup` applies it): a fixed SVG
+hash salt and no ids or dates keep a figure's files identical on the same data, and legends
+take :data:`LEGEND_SIZE` unless a figure asks for larger."""
+
+VERDICT_COLORS = {
+    verdicts.REPRODUCED: "#1a7f37",
+    verdicts.DIRECTION: "#1f5fa8",
+    verdicts.INCONCLUSIVE: "#6b6b6b",
+    verdicts.CONTRADICTED: "#c62828",
+    verdicts.NOT_COMPARABLE: "#7b4fa0",
+    verdicts.UNJUDGED: "#8a6d00",
+    verdicts.NOT_YET: "#6b6b6b",
+}
+"""A colour per verdict, dark enough for text on white."""
 
 
 def _bar_columns(part: pd.DataFrame) -> list[str]:
@@ -63,7 +103,8 @@ def cited_figure(frame: pd.DataFrame, title: str) -> plt.Figure:
                 if row in text.index:
                     ax.annotate(text[row], xy=(1.0, j), xycoords=("axes fraction", "data"),
                                 xytext=(4, 0), textcoords="offset points", va="center",
-                                fontsize=8, color=CHANGE_COLOR, annotation_clip=False)
+                                fontsize=LEGEND_SIZE, color=CHANGE_COLOR,
+                                annotation_clip=False)
         ax.set_yticks(np.arange(len(rows)), rows)
         ax.invert_yaxis()
         shown = part[part["column"].isin(columns)]
@@ -72,8 +113,7 @@ def cited_figure(frame: pd.DataFrame, title: str) -> plt.Figure:
         ax.set_xlabel(f"{quantity} [{units}]")
         ax.set_title(table, loc="left", fontsize=9)
         ax.xaxis.set_major_formatter(EngFormatter(sep=" "))
-        ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False,
-                  ncol=min(len(columns), 3))
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=min(len(columns), 3))
     if frame["approximate"].any():
         title += "\nhatched: approximate value (~); whiskers: a range as written"
     fig.suptitle(title, x=0.01, ha="left", fontsize=10)
@@ -141,3 +181,161 @@ def rule_graph(dot: str) -> plt.Figure:
     ax.set_ylim(-len(layers) + 0.5, 0.5)
     ax.axis("off")
     return fig
+
+
+VERDICT_WORDS = {
+    verdicts.REPRODUCED: "reproduced",
+    verdicts.DIRECTION: "direction",
+    verdicts.INCONCLUSIVE: "inconclusive",
+    verdicts.CONTRADICTED: "contradicted",
+    verdicts.NOT_COMPARABLE: "not comparable",
+    verdicts.UNJUDGED: "not judged",
+    verdicts.NOT_YET: "not measured",
+}
+"""The verdicts as the overview figure prints them, short enough for a phone's width; the
+caption names each in full."""
+
+LABEL_CHARS = 30
+"""Characters of a row label in the overview figure: at :data:`FONT_SIZE` its label column."""
+SHORT_OURS = 16
+"""A line without numbers shows our value in its glyph's place when it is this short ("not
+measured"); a longer description is left to the chapter."""
+
+
+def _clip(text: str, chars: int = LABEL_CHARS, keep_end: bool = False) -> str:
+    """``text`` cut to whole words within ``chars``, marked with an ellipsis: the last words
+    when ``keep_end`` (a symbol name ends a perf row), else the first (a quantity's noun)."""
+    text = " ".join(str(text).split())
+    if len(text) <= chars:
+        return text
+    words = text.split()
+    if keep_end:
+        words.reverse()
+    kept: list[str] = []
+    for word in words:
+        if len(" ".join([*kept, word])) > chars - 1:
+            break
+        kept.append(word)
+    if not kept:
+        return "…" + text[-(chars - 1):] if keep_end else text[:chars - 1] + "…"
+    return "…" + " ".join(reversed(kept)) if keep_end else " ".join(kept) + "…"
+
+
+def _row_label(line: pd.Series, same_group: bool) -> str:
+    """A change row is named by its row (a scope, a symbol, a configuration); a mechanism row
+    under it by its quantity, indented."""
+    if line["kind"] != "mechanism":
+        return _clip(line["row"], keep_end=True)
+    quantity = str(line["column"]).removeprefix("mechanism:").strip()
+    if same_group:
+        return "  └ " + _clip(quantity, LABEL_CHARS - 4)
+    return _clip(f"{line['row']}: {quantity}")
+
+
+def overview_figure(lines: pd.DataFrame, titles: dict[str, str]) -> plt.Figure:
+    """The book at a glance: every cited change of every chapter beside ours, and the verdict.
+
+    ``lines`` is :func:`lab.scorecard.overview`; ``titles`` maps a chapter to the heading of its
+    panel, in book order (a chapter with no lines says so). Each line draws, on its own scale
+    with no change in the middle, our change as a dot with its interval, the cited change as a
+    diamond (hollow when the cited pair implies it) or, for a mechanism row, an arrowhead on the
+    side its direction should take; then the verdict, coloured. Lines without numbers (values of
+    the author's machine, a count judged without an interval) print what stands there instead.
+    The figure is narrow, and no text of it is smaller than :data:`FONT_SIZE`, so that a phone,
+    which shows it nearly at its own width, keeps it readable (``tests/book/test_browser.py``).
+    """
+    width, row_h, head_h, sub_h = 4.4, 0.21, 0.36, 0.21
+    centre, half = 2.78, 0.44
+    verdict_x = centre + half + 0.16
+    # (kind, text, line, whether the line's row is the previous line's), top to bottom
+    entries: list[tuple[str, str, pd.Series | None, bool]] = []
+    for chapter, title in titles.items():
+        part = lines[lines["chapter"] == chapter]
+        entries.append(("chapter", title, None, False))
+        if part.empty:
+            entries.append(("note", "no cited numbers yet", None, False))
+        previous: tuple[str, str] | None = None
+        for _, line in part.iterrows():
+            if previous is None or previous[0] != line["measurement"]:
+                entries.append(("measurement", str(line["measurement"]), None, False))
+            group = (str(line["measurement"]), str(line["row"]))
+            entries.append(("line", "", line, group == previous))
+            previous = group
+    heights = {"chapter": head_h, "measurement": sub_h, "line": row_h, "note": row_h}
+    key_h = 0.55
+    total = key_h + sum(heights[kind] for kind, *_ in entries)
+    fig = plt.figure(figsize=(width, total))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(total, 0)
+    ax.axis("off")
+    y = key_h
+    spans: list[tuple[float, float]] = []  # the zero line runs down each chapter's lines
+    for kind, text, line, same in entries:
+        h = heights[kind]
+        mid = y + h / 2
+        if kind == "chapter":
+            ax.text(0, y + h * 0.62, text, fontsize=FONT_SIZE + 1, fontweight="bold",
+                    va="center")
+            ax.plot([0, width], [y + h - 0.02] * 2, color=BASELINE_COLOR, lw=0.6)
+            spans.append((y + h, y + h))
+        elif kind == "measurement":
+            ax.text(0, mid, text, fontsize=FONT_SIZE, style="italic", color=BASELINE_COLOR,
+                    va="center")
+        elif kind == "note":
+            ax.text(0, mid, text, fontsize=FONT_SIZE, style="italic", va="center")
+        elif line is not None:
+            _overview_line(ax, line, same, mid, centre, half, verdict_x)
+            spans[-1] = (spans[-1][0], y + h)
+        y += h
+    for top, bottom in spans:
+        if bottom > top:
+            ax.plot([centre, centre], [top, bottom], color=BASELINE_COLOR, lw=0.6, zorder=0)
+    handles = [
+        Line2D([], [], marker="D", ls="", color="black", markersize=5, label="cited change"),
+        Line2D([], [], marker="D", ls="", mfc="white", color="black", markersize=5,
+               label="implied by a cited pair"),
+        Line2D([], [], marker="o", color=VERDICT_COLORS[verdicts.INCONCLUSIVE], markersize=4,
+               label=f"ours, {stats.LEVEL} CI"),
+        Line2D([], [], marker=">", ls="", color="black", markersize=5,
+               label="direction a mechanism should take"),
+    ]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, 1), ncol=2,
+              fontsize=FONT_SIZE, handletextpad=0.3, columnspacing=0.8, borderaxespad=0.1)
+    return fig
+
+
+def _overview_line(ax: plt.Axes, line: pd.Series, same_group: bool, y: float, centre: float,
+                   half: float, verdict_x: float) -> None:
+    """One line of :func:`overview_figure`: label, glyph on the line's own scale, verdict."""
+    verdict = str(line["verdict"])
+    color = VERDICT_COLORS.get(verdict, BASELINE_COLOR)
+    ax.text(0, y, _row_label(line, same_group), fontsize=FONT_SIZE, va="center")
+    ours = [line["our_change"], line["our_low"], line["our_high"]]
+    cited = line["cited_change"]
+    known = [abs(v) for v in [*ours, cited] if pd.notna(v)]
+    if pd.notna(line["our_change"]):
+        scale = max(known) * 1.08 or 1.0
+
+        def at(v: float) -> float:
+            return centre + half * v / scale
+
+        if pd.notna(cited):
+            implied = line["kind"] == "derived change"
+            ax.plot(at(cited), y, marker="D", markersize=5, color="black",
+                    mfc="white" if implied else "black", zorder=4)
+        elif pd.notna(line["expected_sign"]):
+            sign = int(line["expected_sign"])
+            ax.plot(centre + sign * (half + 0.06), y, marker=">" if sign > 0 else "<",
+                    markersize=5, color="black", zorder=4)
+        ax.plot([at(line["our_low"]), at(line["our_high"])], [y, y], color=color, lw=2.2,
+                solid_capstyle="butt", zorder=3)
+        ax.plot(at(line["our_change"]), y, marker="o", markersize=4, color=color, zorder=5)
+    else:
+        shown = str(line["ours"]) if len(str(line["ours"])) <= SHORT_OURS else "see the chapter"
+        ax.text(centre, y, shown or "—", fontsize=FONT_SIZE, style="italic", ha="center",
+                va="center", color=BASELINE_COLOR,
+                bbox={"fc": "white", "ec": "none", "pad": 0.5})
+    ax.text(verdict_x, y, VERDICT_WORDS.get(verdict, verdict), fontsize=FONT_SIZE,
+            color=color, va="center", fontweight="bold" if verdict in (
+                verdicts.REPRODUCED, verdicts.CONTRADICTED) else "normal")

@@ -31,25 +31,12 @@ TABLE_MIME = "application/vnd.kernelbook.table+json"
 
 
 def setup() -> None:
-    """Make figures reproducible byte for byte and rendered as SVG, PDF and PNG.
-
-    A fixed SVG hash salt and no creation date keep a figure's files identical across runs
-    on the same data, so re-executing a notebook does not produce a spurious diff.
+    """Render figures as SVG, PDF and PNG in the book's one style (:data:`lab.figures.STYLE`),
+    which also keeps a figure's files identical across runs on the same data, so re-executing
+    a notebook does not produce a spurious diff.
     """
     set_matplotlib_formats("svg", "pdf", "png")
-    mpl.rcParams.update({
-        "svg.hashsalt": "kernel-book",
-        "svg.fonttype": "none",
-        "figure.dpi": 110,
-        "savefig.bbox": "tight",
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.grid": True,
-        "grid.alpha": 0.3,
-        "font.size": 9,
-    })
-    mpl.rcParams["pdf.compression"] = 9
-    mpl.rcParams["svg.id"] = None
+    mpl.rcParams.update(figures.STYLE)
 
 
 class Table:

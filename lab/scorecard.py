@@ -20,7 +20,9 @@ The rule a judge applies (see :func:`compare` and :func:`verdict_rows`):
   its own verdict, beside it.
 
 Rows that are not cited entries carry their own ``chapter``, ``table``, ``row``, ``column`` and
-``cited`` (:data:`DERIVED_COLUMNS`).
+``cited`` (:data:`DERIVED_COLUMNS`). Every judged row also carries the numbers its verdict was
+decided from (:data:`lab.verdicts.NUMBER_COLUMNS`, via :meth:`lab.verdicts.Verdict.columns`), so
+the book's overview figure (:func:`overview`) draws them instead of re-reading the text.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from lab import runs, stats, verdicts
 NOT_YET = verdicts.NOT_YET
 NOT_YET_REASON = "no committed run measures it yet"
 
-DERIVED_COLUMNS = [*runs.MEASURED_COLUMNS, "chapter", "table", "row", "column", "cited"]
-"""A judge's rows: :data:`lab.runs.MEASURED_COLUMNS`, and for a derived or mechanism row (whose
-id is not a cited one) where it stands and what cited value it is judged against."""
+DERIVED_COLUMNS = [*runs.MEASURED_COLUMNS, "chapter", "table", "row", "column", "cited",
+                   *verdicts.NUMBER_COLUMNS]
+"""A judge's rows: :data:`lab.runs.MEASURED_COLUMNS`; for a derived or mechanism row (whose id
+is not a cited one) where it stands and what cited value it is judged against; and the numbers
+of its verdict (NaN where a verdict was not decided from an interval)."""
 
 DERIVED_COLUMN = "change (derived from the pair)"
 """The ``column`` label of a derived change row."""
@@ -115,7 +119,8 @@ def compare(cited: pd.DataFrame, chosen: dict[str, runs.Run],
     Columns: the cited before/after/change as written and the change in percent; per role our
     per-boot values, their description (mean, n, range), the zeros excluded and the run id; our
     change (a :class:`lab.stats.Change`, or None when it cannot be computed) with ``percent``,
-    ``low``, ``high``; the verdict and its reason; the environment.
+    ``low``, ``high``; the verdict and its reason, and as ``decision`` the
+    :class:`lab.verdicts.Verdict` with its numbers; the environment.
     """
     rows = []
     order = list(dict.fromkeys(zip(cited["table"], cited["row"], strict=True)))
@@ -161,7 +166,7 @@ def compare(cited: pd.DataFrame, chosen: dict[str, runs.Run],
             "low": change.low if change else float("nan"),
             "high": change.high if change else float("nan"),
             "ours_change": change.describe() if change else "—",
-            "verdict": verdict.verdict, "reason": verdict.reason,
+            "verdict": verdict.verdict, "reason": verdict.reason, "decision": verdict,
             "environment": runs.environment_summary(manifest), "limits": limits,
         })
     return pd.DataFrame(rows)
@@ -201,15 +206,14 @@ def verdict_rows(comparison: pd.DataFrame, cited: pd.DataFrame) -> pd.DataFrame:
                 run_id = row[f"run_{entry.variant}"]
             else:
                 ours = row["ours_change"]
-                verdict = verdicts.Verdict(row["verdict"], row["reason"])
+                verdict = row["decision"]
                 run_id = both
-            rows.append({"id": entry.id, "ours": ours, "verdict": verdict.verdict,
-                         "reason": verdict.reason, "run_id": run_id,
+            rows.append({"id": entry.id, "ours": ours, **verdict.columns(), "run_id": run_id,
                          "environment": row["environment"]})
         if not row["cited_change_written"]:
             baseline = entries[entries["variant"] == "baseline"].iloc[0]
             rows.append({"id": derived_id(baseline["id"]), "ours": row["ours_change"],
-                         "verdict": row["verdict"], "reason": row["reason"], "run_id": both,
+                         **row["decision"].columns(), "run_id": both,
                          "environment": row["environment"], "chapter": baseline["chapter"],
                          "table": row["table"], "row": row["row"], "column": DERIVED_COLUMN,
                          "cited": row["cited_change"]})
@@ -218,6 +222,14 @@ def verdict_rows(comparison: pd.DataFrame, cited: pd.DataFrame) -> pd.DataFrame:
 
 CARD_COLUMNS = ["chapter", "id", "table", "row", "column", "cited", "ours", "environment",
                 "verdict", "reason"]
+"""What the scorecard tables show (the card also holds :data:`DATA_COLUMNS`)."""
+
+KINDS = ("cited change", "cited value", "derived change", "mechanism")
+"""What a card row is: a change the author wrote; a value of the author's machine (a before,
+an after, a share); the change a cited pair implies; a clock-free count standing for a change."""
+
+DATA_COLUMNS = ["kind", *verdicts.NUMBER_COLUMNS]
+"""The card's columns for figures: the row's kind (:data:`KINDS`) and its verdict's numbers."""
 
 
 def _derived_rows(cited: pd.DataFrame, judged_rows: pd.DataFrame) -> pd.DataFrame:
@@ -246,25 +258,34 @@ def build(cited: pd.DataFrame, measured: pd.DataFrame,
     """Join cited entries (``lab.cited.to_frame``) with measured ones (``lab.runs``).
 
     ``judged_rows`` (from :func:`lab.judges.judged`) replace the measured rows of the same ids;
-    their derived and mechanism rows are placed beside the cited entries they stand for.
+    their derived and mechanism rows are placed beside the cited entries they stand for. The card
+    has :data:`CARD_COLUMNS` and :data:`DATA_COLUMNS`.
     """
     cited = cited.reset_index(drop=True)
-    derived = pd.DataFrame(columns=[*CARD_COLUMNS, "position"])
+    measured = measured.reindex(columns=[*runs.MEASURED_COLUMNS, *verdicts.NUMBER_COLUMNS])
+    derived = pd.DataFrame(columns=[*CARD_COLUMNS, *DATA_COLUMNS, "position"])
     if judged_rows is not None and not judged_rows.empty:
         judged_rows = judged_rows.reindex(columns=DERIVED_COLUMNS)
         derived = _derived_rows(cited, judged_rows)
-        own = judged_rows[judged_rows["id"].isin(cited["id"])][runs.MEASURED_COLUMNS]
+        own = judged_rows[judged_rows["id"].isin(cited["id"])][measured.columns]
         kept = measured[~measured["id"].isin(own["id"])]
         measured = pd.concat([kept, own], ignore_index=True) if len(kept) else own
+        derived["kind"] = [KINDS[2] if str(c).startswith(DERIVED_COLUMN) else KINDS[3]
+                           for c in derived["column"]]
     card = cited.merge(measured, on="id", how="left").assign(position=cited.index.astype(float))
+    card["kind"] = [KINDS[0] if v == "change" else KINDS[1] for v in card["variant"]]
     card["ours"] = card["ours"].fillna("—").astype(str)
     card["environment"] = card["environment"].fillna("—").astype(str)
     card["verdict"] = card["verdict"].fillna(NOT_YET).astype(str)
     card["reason"] = card["reason"].fillna(NOT_YET_REASON).astype(str)
-    card = card[[*CARD_COLUMNS, "position"]]
+    card = card[[*CARD_COLUMNS, *DATA_COLUMNS, "position"]]
     if len(derived):
-        card = pd.concat([card, derived[[*CARD_COLUMNS, "position"]]], ignore_index=True)
+        card = pd.concat([card, derived[[*CARD_COLUMNS, *DATA_COLUMNS, "position"]]],
+                         ignore_index=True)
     card = card.sort_values("position", kind="stable").drop(columns="position")
+    card["our_unit"] = card["our_unit"].astype(object).fillna("").astype(str)
+    for column in ("our_change", "our_low", "our_high", "cited_change", "expected_sign"):
+        card[column] = pd.to_numeric(card[column], errors="coerce").astype(float)
     return card.reset_index(drop=True).rename(columns={"table": "measurement"})
 
 
@@ -278,7 +299,63 @@ def counts(card: pd.DataFrame, cited: pd.DataFrame) -> dict[str, int]:
             "derived-judged": int((~own & card["verdict"].isin(verdicts.JUDGED)).sum())}
 
 
+def table_view(card: pd.DataFrame) -> pd.DataFrame:
+    """The card as a table shows it: :data:`CARD_COLUMNS`, the numbers stay in the data."""
+    return card[[c if c != "table" else "measurement" for c in CARD_COLUMNS]]
+
+
 def chapter_view(card: pd.DataFrame, chapter: str) -> pd.DataFrame:
     """One chapter's rows as the page shows them: ids stay in the notebook, not the table."""
-    part = card[card["chapter"] == chapter]
+    part = table_view(card[card["chapter"] == chapter])
     return part.drop(columns=["chapter", "id"]).reset_index(drop=True)
+
+
+OVERVIEW_COLUMNS = ["chapter", "measurement", "row", "column", "kind", "cited", "ours",
+                    "verdict", *verdicts.NUMBER_COLUMNS, "rows"]
+"""One line of the overview figure; ``rows`` counts the card rows it stands for."""
+
+
+def overview(card: pd.DataFrame, chapter_order: list[str]) -> pd.DataFrame:
+    """The card's rows as the book's overview figure draws them, chapter by chapter in
+    ``chapter_order`` (then any other chapter of the card).
+
+    Every change row (cited, derived, mechanism) is one line. The values of the author's machine
+    are not drawn one by one: where a change row stands for them they are its context, and a
+    (measurement, row) of values alone (a chapter not yet measured, a share shown for scale)
+    becomes one line per verdict, counting its values. So every row a judge emitted is drawn or
+    counted, and the ``rows`` of the overview add up to the card's length.
+    """
+    order = {c: i for i, c in enumerate(dict.fromkeys([*chapter_order, *card["chapter"]]))}
+    card = card.iloc[card["chapter"].map(order).argsort(kind="stable")]
+    fields = OVERVIEW_COLUMNS[:-1]
+    lines = []
+    for _, part in card.groupby(["chapter", "measurement", "row"], sort=False):
+        changes = part[part["kind"] != KINDS[1]]
+        values = part[part["kind"] == KINDS[1]]
+        for i, (_, row) in enumerate(changes.iterrows()):
+            lines.append({**row[fields].to_dict(), "rows": 1 + (len(values) if i == 0 else 0)})
+        if len(changes):
+            continue
+        for verdict, same in values.groupby("verdict", sort=False):
+            lines.append({**same.iloc[0][fields].to_dict(),
+                          "column": f"{len(same)} cited value{'s' * (len(same) > 1)}",
+                          "ours": "" if verdict == NOT_YET else same.iloc[0]["ours"],
+                          "rows": len(same)})
+    return pd.DataFrame(lines, columns=OVERVIEW_COLUMNS)
+
+
+def verdict_summary(lines: pd.DataFrame) -> str:
+    """What :func:`overview` lines of one chapter found, in words: how many changes (cited,
+    derived, mechanism) got each verdict, then the cited values that stand alone, e.g.
+    "14 changes: 1 reproduced, 2 direction confirmed, 10 inconclusive here, 1 contradicted"."""
+    changes = lines[lines["kind"] != KINDS[1]]
+    values = lines[lines["kind"] == KINDS[1]]
+    parts = []
+    if len(changes):
+        counted = changes["verdict"].value_counts()
+        found = [f"{counted[v]} {v}" for v in verdicts.VERDICTS if v in counted]
+        parts.append(f"{len(changes)} change{'s' * (len(changes) > 1)}: " + ", ".join(found))
+    for verdict, same in values.groupby("verdict", sort=False):
+        n = int(same["rows"].sum())
+        parts.append(f"{n} cited value{'s' * (n > 1)}: {verdict}")
+    return "; ".join(parts) or "no cited numbers"

@@ -21,8 +21,9 @@ under ``data/`` would otherwise leave a stale result in the book. This extension
 * offers each notebook page's executed ``.ipynb`` in the theme's download menu, and prints one
   progress line per notebook (executed, with its time, or taken from the cache);
 * adds ``kb-chapters`` (a toctree of the book's chapters, or of their notebooks, in the order
-  :mod:`lab.chapters` finds them) and ``kb-scorecard`` (a section with the scorecard table of
-  each chapter), so a new chapter appears in the book without an edit to a shared page.
+  :mod:`lab.chapters` finds them), ``kb-scorecard`` (a section with the scorecard table of
+  each chapter) and ``kb-overview`` (the landing page's table of chapters, linked, with what
+  each found), so a new chapter appears in the book without an edit to a shared page.
 """
 
 from __future__ import annotations
@@ -58,8 +59,12 @@ LOGGER = logging.getLogger(__name__)
 STAMP_FILE = "kernelbook-data-digests.json"
 FIGURE_MIMES = {"image/svg+xml": "svg", "application/pdf": "pdf", "image/png": "png"}
 WIDE_COLUMNS = 8
-LONG_TOKEN = 14
 """A pasted table of more columns than this is set in smaller type (class ``kb-wide``)."""
+LONG_TOKEN = 14
+"""A cell with a word longer than this (a symbol name) may break inside it (``kb-long``)."""
+PROSE_CHARS = 60
+"""A cell longer than this is prose (a verdict's reason): on a phone it keeps a readable
+width (``kb-prose``) rather than being squeezed into a column of a few words."""
 
 
 def declared_reads(source: Path) -> list[str]:
@@ -412,12 +417,14 @@ class KbTable(_PasteDirective):
     @staticmethod
     def _row(cells: list[str]) -> nodes.row:
         """A table row; a cell holding a long unbreakable token (a symbol name, a list of
-        them) is marked ``kb-long``, the only kind the stylesheet lets break inside a word."""
-        return nodes.row("", *(
-            nodes.entry("", nodes.paragraph(text=str(c)),
-                        classes=["kb-long"] if max(map(len, str(c).split()), default=0)
-                        > LONG_TOKEN else [])
-            for c in cells))
+        them) is marked ``kb-long``, the only kind the stylesheet lets break inside a word, and
+        a cell of prose ``kb-prose``, which the stylesheet keeps wide on a phone."""
+        def classes(text: str) -> list[str]:
+            long = max(map(len, text.split()), default=0) > LONG_TOKEN
+            return ["kb-long"] * long + ["kb-prose"] * (len(text) > PROSE_CHARS)
+
+        return nodes.row("", *(nodes.entry("", nodes.paragraph(text=str(c)),
+                                           classes=classes(str(c))) for c in cells))
 
 
 class KbChapters(TocTree):
@@ -456,6 +463,30 @@ class KbScorecard(SphinxDirective):
         holder = nodes.section()
         self.state.nested_parse(StringList(lines, source="lab.chapters"), self.content_offset,
                                 holder, match_titles=True)
+        return list(holder.children)
+
+
+class KbOverview(SphinxDirective):
+    """The landing page's table beside the overview figure: one row per book chapter, linking
+    to the chapter and to its section of the scorecard, with what its rows found (glued by the
+    scorecard notebook under ``scorecard-<chapter>-summary``). A figure cannot be tapped on a
+    phone, a table of links can; a new chapter appears without an edit here."""
+
+    required_arguments = 1  # the notebook that glues the summaries, e.g. /notebooks/scorecard.md
+
+    def run(self) -> list[nodes.Node]:
+        """Render the table as a MyST list-table and parse it in place."""
+        nb = self.arguments[0]
+        lines = [":::{list-table}", ":header-rows: 1", ":class: kb-overview-table", "",
+                 "* - Chapter", "  - What its rows found here"]
+        for c in chapters.book():
+            lines += [f"* - {{doc}}`{c.label} </book/{c.name}>`",
+                      f"  - {{glue:text}}`{nb}::scorecard-{c.name}-summary` "
+                      f"({{ref}}`every row <scorecard-{c.name}>`)"]
+        lines.append(":::")
+        holder = nodes.section()
+        self.state.nested_parse(StringList(lines, source="lab.chapters"), self.content_offset,
+                                holder)
         return list(holder.children)
 
 
@@ -562,4 +593,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("kb-table", KbTable)
     app.add_directive("kb-chapters", KbChapters)
     app.add_directive("kb-scorecard", KbScorecard)
+    app.add_directive("kb-overview", KbOverview)
     return {"parallel_read_safe": False, "parallel_write_safe": True, "env_version": 2}

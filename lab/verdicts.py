@@ -28,7 +28,8 @@ one of "direction confirmed", "contradicted" or "inconclusive here" by the same 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -53,12 +54,39 @@ MARGIN = 1.0
 percentage points: then it could not contain both c and a change of the other sign."""
 
 
+NUMBER_COLUMNS = ["our_change", "our_low", "our_high", "our_unit", "cited_change",
+                  "expected_sign"]
+"""A judged row's numbers (:meth:`Verdict.columns`), so a figure can draw what the reason says:
+our change and its interval in ``our_unit``, the cited change in the same unit (a judged change),
+or the direction the mechanism should move (a mechanism row). Missing numbers are NaN."""
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """A verdict and the one-line reason the scorecard prints beside it."""
+    """A verdict and the one-line reason the scorecard prints beside it, with the numbers it was
+    decided from when :func:`judge_change` or :func:`judge_direction` decided it."""
 
     verdict: str
     reason: str
+    change: stats.Change | None = None
+    """Our change with its interval."""
+    cited: float | None = None
+    """The cited change it was judged against, in the unit of ``change``."""
+    expected_sign: int | None = None
+    """The direction a mechanism row was judged for (-1 or +1)."""
+
+    def columns(self) -> dict[str, Any]:
+        """The verdict as scorecard row columns: ``verdict``, ``reason`` and
+        :data:`NUMBER_COLUMNS`, so a judge's row carries the numbers beside the text."""
+        nan = float("nan")
+        change = self.change
+        return {"verdict": self.verdict, "reason": self.reason,
+                "our_change": change.percent if change else nan,
+                "our_low": change.low if change else nan,
+                "our_high": change.high if change else nan,
+                "our_unit": change.suffix.strip() if change else "",
+                "cited_change": nan if self.cited is None else float(self.cited),
+                "expected_sign": nan if self.expected_sign is None else self.expected_sign}
 
 
 def _word(sign: int) -> str:
@@ -78,7 +106,14 @@ def judge_change(change: stats.Change, cited_percent: float, environment: str, *
     ``environment`` names what limits the measurement (e.g. "TCG, 8 vCPUs on 2 host cores");
     ``cannot_show`` says why this environment lacks the condition the author measured (e.g. no
     IBPB in the guest), which makes the verdict "inconclusive here" whatever the interval says.
+    The verdict carries both changes, so the row that holds it can draw them.
     """
+    decided = _judge_change(change, cited_percent, environment, cannot_show)
+    return replace(decided, change=change, cited=cited_percent)
+
+
+def _judge_change(change: stats.Change, cited_percent: float, environment: str,
+                  cannot_show: str | None) -> Verdict:
     cited_sign = int(np.sign(cited_percent))
     cited = f"{cited_percent:+.1f}{change.suffix}"
     ours = _ours(change)
@@ -120,8 +155,15 @@ def judge_direction(change: stats.Change, expected_sign: int, claim: str,
 
     ``expected_sign`` is -1 or +1 (the direction the mechanism should move if the author's
     explanation holds); ``claim`` says what it stands for, e.g. "fewer contentions of
-    pool->lock, behind the cited +8.9 % throughput".
+    pool->lock, behind the cited +8.9 % throughput". The verdict carries our change and
+    ``expected_sign``.
     """
+    decided = _judge_direction(change, expected_sign, claim, environment)
+    return replace(decided, change=change, expected_sign=expected_sign)
+
+
+def _judge_direction(change: stats.Change, expected_sign: int, claim: str,
+                     environment: str) -> Verdict:
     ours = _ours(change)
     if change.sign == 0:
         return Verdict(INCONCLUSIVE, f"{ours} contains 0 ({environment}): it cannot confirm "

@@ -283,10 +283,9 @@ def _bzimage_change(compiler: str, sizes_by_role: dict[str, int]) -> tuple[stats
 
 
 def _row(entry_id: str, ours: str, verdict: Verdict, used: list[str],
-         latest: dict[str, Run], **where: str) -> dict[str, str]:
+         latest: dict[str, Run], **where: str) -> dict[str, Any]:
     run_ids = sorted({latest[v].run_id for v in used})
-    return {"id": entry_id, "ours": ours, "verdict": verdict.verdict, "reason": verdict.reason,
-            "run_id": " + ".join(run_ids),
+    return {"id": entry_id, "ours": ours, **verdict.columns(), "run_id": " + ".join(run_ids),
             "environment": environment_summary(latest[used[0]].manifest), **where}
 
 

@@ -210,8 +210,7 @@ def race_trials(chosen: Chosen) -> pd.DataFrame:
 
 def _row(entry: pd.Series, ours: str, verdict: verdicts.Verdict, run_id: str,
          manifest: dict, rid: str | None = None, column: str | None = None) -> dict:
-    return {"id": rid or entry.name, "ours": ours, "verdict": verdict.verdict,
-            "reason": verdict.reason, "run_id": run_id,
+    return {"id": rid or entry.name, "ours": ours, **verdict.columns(), "run_id": run_id,
             "environment": runs.environment_summary(manifest), "chapter": CHAPTER,
             "table": entry["table"], "row": entry["row"],
             "column": column or entry["column"], "cited": entry["cited"]}

@@ -185,7 +185,7 @@ def _limits(chosen: Chosen, variant: str) -> str:
 
 def _row(rid: str, *, table: str, row: str, column: str, cited: str, ours: str,
          verdict: verdicts.Verdict, run: runs.Run) -> dict:
-    return {"id": rid, "ours": ours, "verdict": verdict.verdict, "reason": verdict.reason,
+    return {"id": rid, "ours": ours, **verdict.columns(),
             "run_id": run.run_id, "environment": runs.environment_summary(run.manifest),
             "chapter": CHAPTER, "table": table, "row": row, "column": column, "cited": cited}
 

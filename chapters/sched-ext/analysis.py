@@ -101,8 +101,8 @@ def call_sites(chosen: Chosen) -> pd.DataFrame:
 
 def _row(entry: pd.Series, rid: str, column: str, ours: str, verdict: verdicts.Verdict,
          run_id: str, manifest: dict) -> dict:
-    return {"id": rid, "ours": ours, "verdict": verdict.verdict, "reason": verdict.reason,
-            "run_id": run_id, "environment": runs.environment_summary(manifest),
+    return {"id": rid, "ours": ours, **verdict.columns(), "run_id": run_id,
+            "environment": runs.environment_summary(manifest),
             "chapter": CHAPTER, "table": entry["table"], "row": entry["row"],
             "column": column, "cited": entry["cited"]}
 

@@ -90,7 +90,7 @@ def in_tree_p95_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Da
                                                 runs.environment_limits(manifest))
             rows.append({"id": entry["id"].iloc[0],
                          "ours": change.describe() if change else "—",
-                         "verdict": verdict.verdict,
+                         **verdict.columns(),
                          "reason": verdict.reason + V1_ONLY.format(code=code),
                          "run_id": " + ".join(dict.fromkeys(chosen[r].run_id
                                                             for r in scorecard.ROLES)),
@@ -151,7 +151,7 @@ def mechanism_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Data
             rows.append({
                 "id": f"workqueue-mechanism-{scope.replace('_', '-')}-{field}",
                 "ours": f"{field} {change.describe()}",
-                "verdict": verdict.verdict, "reason": verdict.reason,
+                **verdict.columns(),
                 "run_id": " + ".join(dict.fromkeys(chosen[v].run_id
                                                    for v in LOCKSTAT.values())),
                 "environment": runs.environment_summary(manifest) + ", CONFIG_LOCK_STAT",

@@ -14,11 +14,14 @@ from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+from xml.etree import ElementTree
 
 import yaml
 from jupyter_cache import get_cache
 
 from lab import chapters, cited
+from lab.figures import LEGEND_SIZE
+from lab.sphinxext import declared_reads
 from tests.book.conftest import sphinx
 
 BOOK = [c.name for c in chapters.book()]
@@ -112,6 +115,57 @@ def test_internal_links_and_references_resolve(built: Path) -> None:
     assert not broken, broken[:20]
     numrefs = [p for p in parsed if "std-numref" in p.read_text(encoding="utf-8")]
     assert len(numrefs) >= len(BOOK)
+
+
+def test_every_measured_figure_and_table_declares_its_runs(built: Path) -> None:
+    """A figure or table pasted from a notebook that reads committed runs has a provenance
+    record (so a caption with run ids and a cite / reproduce box), except the cited-numbers
+    figure and table every chapter starts with, which show no measurement."""
+    pasted = re.compile(r"\{kb-(?:figure|table)\}\s+/notebooks/([\w-]+)\.md::([\w-]+)")
+    missing = []
+    for md in sorted((built / "book").glob("*.md")):
+        for notebook, key in pasted.findall(md.read_text(encoding="utf-8")):
+            reads = declared_reads(built / "notebooks" / f"{notebook}.md")
+            if not any(r.startswith("data/runs") for r in reads) or key in (
+                    f"{notebook}-cited-fig", f"{notebook}-cited-table"):
+                continue
+            glue = json.loads((built / "_build" / "jupyter_execute" / "notebooks"
+                               / f"{notebook}.glue.json").read_text())
+            if f"{key}-provenance" not in glue:
+                missing.append(f"{md.name}: {key}")
+    assert not missing
+
+
+def test_every_legend_is_legible(built: Path) -> None:
+    """Every legend of every figure the book shows is set at least at lab.figures.LEGEND_SIZE
+    (in an SVG of the book, points are SVG units)."""
+    small = []
+    svgs = sorted((built / "_build" / "figures").rglob("*.svg"))
+    assert svgs
+    for svg in svgs:
+        root = ElementTree.parse(svg).getroot()
+        for group in root.iter("{http://www.w3.org/2000/svg}g"):
+            if not group.get("id", "").startswith("legend_"):
+                continue
+            for text in group.iter("{http://www.w3.org/2000/svg}text"):
+                size = re.search(r"font-size: ([\d.]+)px", text.get("style", ""))
+                if size and float(size[1]) < LEGEND_SIZE:
+                    small.append(f"{svg.name}: {text.text!r} at {size[1]}")
+    assert not small, small[:10]
+
+
+def test_the_landing_page_shows_every_chapter_at_a_glance(built: Path) -> None:
+    """The index carries the overview figure with its runs and box, and beside it a table that
+    links every chapter and its scorecard section."""
+    html = (built / "_build" / "html" / "book" / "index.html").read_text(encoding="utf-8")
+    overview = html[html.index('class="kb-overview'):]
+    assert 'id="fig-overview"' in overview and "kb-provenance" in overview
+    assert re.search(r'kb-run-id[^>]*><span[^>]*>\d{8}T', overview)
+    for chapter in chapters.book():
+        assert f'href="{chapter.name}.html"' in overview, chapter.name
+        assert f'href="scorecard.html#scorecard-{chapter.name}"' in overview, chapter.name
+    for ext in ("svg", "pdf", "png"):
+        assert (built / "_build" / "html" / "figures" / f"fig-overview.{ext}").stat().st_size > 1000
 
 
 def test_unchanged_rebuild_executes_nothing(built: Path) -> None:

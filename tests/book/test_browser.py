@@ -3,10 +3,10 @@
 Each page of the HTML book is opened over ``file://`` at a desktop width (1400 px) and a phone
 width (420 px). The test fails on console errors and uncaught exceptions, images that did not
 load, links to files or anchors that do not exist, tables wider than the main column at the
-desktop width or clipped on the phone, and any request that would leave the machine (such
-requests are blocked, and counted). It writes a screenshot of each chapter at both widths to
-``_build/screenshots/<page>-<width>-<n>.png`` (or ``$KERNEL_BOOK_SCREENSHOTS``; a long page in
-tiles of 12000 px) for a person to look at.
+desktop width or clipped on the phone, figures whose text a phone would shrink below legibility,
+and any request that would leave the machine (such requests are blocked, and counted). It
+writes a screenshot of each chapter at both widths to ``_build/screenshots/<page>-<width>-<n>.png``
+(or ``$KERNEL_BOOK_SCREENSHOTS``; a long page in tiles of 12000 px) for a person to look at.
 
 Chromium is Debian's package: ``make browser-deps`` installs it (as root); ``make test`` runs
 that first.
@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from lab import ROOT, chapters
+from lab.figures import FONT_SIZE, LEGEND_SIZE
 from tests.book import chromium, unavailable
 
 DESKTOP, PHONE = 1400, 420
@@ -68,6 +69,22 @@ LAYOUT = """((STRICT) => {
   });
   return {pageWidth: page.scrollWidth, viewport: page.clientWidth, tables};
 })"""
+
+
+FIGURES = """[...document.querySelectorAll('article figure img')].map(i => ({
+  id: i.closest('figure').id,
+  scale: i.getBoundingClientRect().width / i.naturalWidth,
+  fits: i.closest('figure').getBoundingClientRect().right <= innerWidth + 1,
+}))"""
+"""How much each figure is scaled down on the page (1: shown at its own size), and whether its
+box (which may scroll) fits the screen."""
+
+SMALLEST_TEXT_PX = 10
+"""The smallest text, in CSS pixels, a figure may show on a phone."""
+
+OVERVIEW = "fig-overview"
+"""The landing page's figure: drawn to fit a phone, with no text under lab.figures.FONT_SIZE;
+every other figure's smallest text is a legend at lab.figures.LEGEND_SIZE."""
 
 
 LOCAL = ("file", "data", "blob", "about")
@@ -152,7 +169,7 @@ def report(html: Path) -> Iterator[dict[str, Any]]:
                     " or set KERNEL_BOOK_CHROMIUM")
     found: dict[str, list[Any]] = {k: [] for k in
                                    ("console", "images", "links", "desktop", "phone",
-                                    "network", "screenshots", "pages")}
+                                    "network", "screenshots", "pages", "figures")}
     ids: dict[Path, set[str]] = {}
     hrefs: dict[Path, list[str]] = {}
     shots = _screenshot_names()
@@ -176,6 +193,7 @@ def report(html: Path) -> Iterator[dict[str, Any]]:
             browser.settle(0.3)
             found["phone"] += [f"{rel}: {p}" for p in
                                _layout_problems(page.evaluate(MEASURE), strict=False)]
+            found["figures"] += [{"page": rel, **f} for f in page.evaluate(FIGURES)]
             if rel in shots:
                 found["screenshots"] += page.screenshot(SCREENSHOTS / f"{shots[rel]}-{PHONE}")
             errors, network = _messages(page.events)
@@ -234,3 +252,16 @@ def test_screenshots_of_every_chapter(report: dict[str, Any]) -> None:
             assert shot in report["screenshots"], shot
             assert shot.stat().st_size > 10_000, shot
             assert shot.read_bytes().startswith(b"\x89PNG"), shot
+
+
+def test_figures_are_legible_on_a_phone(report: dict[str, Any]) -> None:
+    """On a phone no figure shrinks its smallest text below SMALLEST_TEXT_PX (a point is 4/3
+    px): a wide figure keeps its size and scrolls inside its box, which fits the screen."""
+    assert any(f["id"] == OVERVIEW for f in report["figures"]), "no landing-page figure"
+    small = []
+    for f in report["figures"]:
+        points = FONT_SIZE if f["id"] == OVERVIEW else LEGEND_SIZE
+        if points * 4 / 3 * f["scale"] < SMALLEST_TEXT_PX or not f["fits"]:
+            small.append(f"{f['page']}: {f['id']} scaled to {f['scale']:.2f}"
+                         + ("" if f["fits"] else ", its box wider than the screen"))
+    assert not small, small[:10]

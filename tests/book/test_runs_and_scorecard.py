@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lab import chapters, cited, judges, runs, scorecard, verdicts
+from lab import chapters, cited, figures, judges, runs, scorecard, verdicts
 
 ENV = ("TCG on AMD EPYC (2 host cores), QEMU 7.2.22, gcc, "
        "Linux 7.2.13 (debian-linux-source:7.2.13-1), config 833ba6bd4e67")
@@ -268,3 +268,65 @@ def test_runs_of_the_same_binaries_pool_and_other_binaries_replace(tmp_path: Pat
     _pool_run(tmp_path, "20260103T000000Z-a", other, 2, 300)
     pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
     assert pooled.run_id == "20260103T000000Z-a" and list(pooled.results["value"]) == [301, 302]
+
+
+def test_the_judged_numbers_reach_the_card(tmp_path: Path) -> None:
+    write_run(tmp_path, "20261122T0000Z-a", throughput("baseline", [100, 101, 99])
+              + throughput("patched", [108, 109, 110]))
+    frame = cited.to_frame(cited.load_all())
+    card = scorecard.build(frame, runs.measured_for_cited(tmp_path),
+                           judges.judged(frame, tmp_path)).set_index("id")
+    gain = card.loc["workqueue-tput-cache-gain"]
+    assert gain["kind"] == "cited change"
+    assert gain["our_low"] < gain["our_change"] < gain["our_high"]
+    assert gain["ours"].startswith(f"{gain['our_change']:+.1f} %")
+    assert gain["cited_change"] == pytest.approx(8.9)
+    assert card.loc["workqueue-tput-cache-baseline", "kind"] == "cited value"
+    assert card.loc["workqueue-tput-numa-gain", "our_unit"] == ""
+    assert set(scorecard.chapter_view(card.reset_index(), "workqueue").columns).isdisjoint(
+        scorecard.DATA_COLUMNS)
+
+
+def test_the_overview_draws_or_counts_every_row_of_the_card() -> None:
+    """Every row a judge emits is a line of the overview figure (or counted in one), in book
+    order, and a chapter that no run measures shows its cited values as not yet measured."""
+    frame = cited.to_frame(cited.load_all())
+    judged = judges.judged(frame)
+    order = [c.name for c in chapters.book()]
+    lines = scorecard.overview(scorecard.build(frame, runs.measured_for_cited(), judged), order)
+    card = scorecard.build(frame, runs.measured_for_cited(), judged)
+    assert lines["rows"].sum() == len(card)
+    assert list(dict.fromkeys(lines["chapter"])) == [c for c in order if c in set(card["chapter"])]
+    changes = card[card["kind"] != "cited value"]
+    assert len(lines[lines["kind"] != "cited value"]) == len(changes)
+    drawn = lines[lines["our_change"].notna()]
+    assert (drawn["our_low"] <= drawn["our_high"]).all()
+    assert drawn["cited_change"].notna().sum() + drawn["expected_sign"].notna().sum() == len(
+        drawn)
+    for chapter in set(order) - set(judges.judges()):
+        alone = lines[lines["chapter"] == chapter]
+        assert set(alone["verdict"]) <= {scorecard.NOT_YET, runs.UNJUDGED}
+        assert scorecard.verdict_summary(alone).endswith(": not yet measured") or alone.empty
+    # a row another branch's judge adds appears without a change to the overview
+    extra = judged.iloc[[-1]].assign(id="x-mechanism-new", column="mechanism: a new count",
+                                     verdict=verdicts.CONTRADICTED)
+    more = scorecard.overview(scorecard.build(frame, runs.measured_for_cited(),
+                                              pd.concat([judged, extra])), order)
+    assert len(more) == len(lines) + 1
+    assert (more["column"] == "mechanism: a new count").sum() == 1
+
+
+def test_the_overview_figure_has_a_line_per_overview_line() -> None:
+    frame = cited.to_frame(cited.load_all())
+    card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame))
+    titles = {c.name: c.label for c in chapters.book()}
+    lines = scorecard.overview(card, list(titles))
+    fig = figures.overview_figure(lines, titles)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    for title in titles.values():
+        assert title in texts
+    right = max(t.get_position()[0] for t in fig.axes[0].texts)  # the verdict column
+    words = [t.get_text() for t in fig.axes[0].texts if t.get_position()[0] == right]
+    assert words == [figures.VERDICT_WORDS[v] for v in lines["verdict"]]
+    legend = fig.axes[0].get_legend().get_texts()
+    assert min(t.get_fontsize() for t in [*fig.axes[0].texts, *legend]) >= figures.FONT_SIZE

@@ -69,3 +69,18 @@ def test_judging_the_committed_runs_does_not_depend_on_a_random_seed() -> None:
     assert first.equals(again)
     card = scorecard.build(frame, runs.measured_for_cited(), first)
     assert set(card["verdict"]) <= set(verdicts.VERDICTS)
+
+
+def test_a_verdict_carries_the_numbers_it_was_decided_from() -> None:
+    """A row built from a verdict holds our change, its interval and the cited change (or the
+    direction a mechanism row was judged for) as numbers, so a figure need not parse text."""
+    judged = verdicts.judge_change(change(2.0, 15.0), 8.0, ENV).columns()
+    assert set(judged) == {"verdict", "reason", *verdicts.NUMBER_COLUMNS}
+    assert (judged["our_change"], judged["our_low"], judged["our_high"]) == (8.5, 2.0, 15.0)
+    assert (judged["our_unit"], judged["cited_change"]) == ("%", 8.0)
+    assert np.isnan(judged["expected_sign"])
+    mechanism = verdicts.judge_direction(change(-40.0, -20.0), -1, "fewer", ENV).columns()
+    assert (mechanism["our_low"], mechanism["expected_sign"]) == (-40.0, -1)
+    assert np.isnan(mechanism["cited_change"])
+    absolute = verdicts.not_comparable("another machine").columns()
+    assert absolute["our_unit"] == "" and np.isnan(absolute["our_change"])
