@@ -43,8 +43,11 @@ def test_every_cited_cell_is_judged_and_every_patched_cell_has_two_change_rows()
 def test_the_isolation_and_lockdep_rows_are_judged_for_direction() -> None:
     rows = judged()
     isolation = rows[rows["table"] == qpw.ISOLATION_TABLE]
-    assert len(isolation) == len(qpw.PER_TRIGGER) + 1
+    # the four counts per request, the longest request and the loop's longest gap
+    assert len(isolation) == len(qpw.PER_TRIGGER) + 2
     assert set(isolation["verdict"]) <= {verdicts.DIRECTION, verdicts.INCONCLUSIVE,
                                          verdicts.CONTRADICTED}
-    assert rows.loc["qpw-isolation-work-on-victim", "verdict"] == verdicts.DIRECTION
+    assert (isolation["expected_sign"] == -1).all() and isolation["our_low"].notna().all()
+    work = rows.loc["qpw-isolation-work-on-victim"]
+    assert work["verdict"] == verdicts.DIRECTION and work["our_high"] < 0
     assert rows.loc["qpw-lockdep-syzbot", "verdict"] == verdicts.DIRECTION
