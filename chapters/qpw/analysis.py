@@ -95,6 +95,14 @@ def values(chosen: Chosen, variant: str, workload: str, metric: str) -> pd.Serie
     return runs.metric_values(chosen[variant], variant, workload, metric)
 
 
+def workload_rows(chosen: Chosen, variant: str, workload: str) -> pd.DataFrame:
+    """Every row of one variant's pooled boots for one workload (empty without a run)."""
+    if variant not in chosen:
+        return pd.DataFrame(columns=["rep", "metric", "value"])
+    res = chosen[variant].results
+    return res[(res["variant"] == variant) & (res["workload"] == workload)]
+
+
 def reference(cell: Cell, every: list[Cell]) -> Cell:
     """The unpatched cell of ``cell``'s model."""
     return next(c for c in every if c.cited_id == cell.reference_id)
@@ -124,10 +132,7 @@ def icount_loads(chosen: Chosen, variant: str, op: str = "alloc") -> pd.Series:
     One icount boot runs the same loop several times; the counts of its loads differ only by
     the interrupts that happened to land inside the loop (a few hundredths of a percent), so
     the loads are the repetitions of an icount cell, and their spread is that noise."""
-    if variant not in chosen:
-        return pd.Series(dtype=float)
-    res = chosen[variant].results
-    res = res[(res["variant"] == variant) & (res["workload"] == KMALLOC)]
+    res = workload_rows(chosen, variant, KMALLOC)
     per_load = res[res["metric"].str.fullmatch(rf"load\d+\.{op}_cycles_per_op")]
     return per_load[~per_load["metric"].str.startswith("load1.")]["value"].astype(float)
 
@@ -153,11 +158,7 @@ def isolation_per_trigger(chosen: Chosen) -> pd.DataFrame:
     the boot's drain requests, with the requests' median and maximum latency in ms."""
     rows = []
     for label, variant in ISOLATED.items():
-        if variant not in chosen:
-            continue
-        res = chosen[variant].results
-        res = res[(res["variant"] == variant) & (res["workload"] == ISOLATION)]
-        for rep, boot in res.groupby("rep"):
+        for rep, boot in workload_rows(chosen, variant, ISOLATION).groupby("rep"):
             m = boot.set_index("metric")["value"]
             rounds = m["rounds"]
             latency = m[[k for k in m.index if k.endswith(".trigger_ns")]] / 1e6
@@ -175,10 +176,7 @@ def work_functions(chosen: Chosen) -> pd.DataFrame:
     kernel, summed over the boots, with the requests they came from."""
     rows = []
     for label, variant in ISOLATED.items():
-        if variant not in chosen:
-            continue
-        res = chosen[variant].results
-        res = res[(res["variant"] == variant) & (res["workload"] == ISOLATION)]
+        res = workload_rows(chosen, variant, ISOLATION)
         triggers = res.loc[res["metric"] == "rounds", "value"].sum()
         for metric, v in res[res["metric"].str.startswith("work.")].groupby("metric")["value"]:
             rows.append({"kernel": label, "function": metric.removeprefix("work."),

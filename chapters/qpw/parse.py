@@ -93,9 +93,10 @@ def _sections(text: str, source: str) -> tuple[list[str], dict[str, list[str]]]:
     return top, found
 
 
-def _role(text: str, source: str, want: str) -> tuple[list[tuple[str, float]],
-                                                       dict[str, list[str]] | None]:
-    """(rows so far, sections) of a workload that ran, or ([('ran', 0)], None) if it did not."""
+def _role(text: str, source: str, want: str, *sections: str) -> tuple[
+        list[tuple[str, float]], dict[str, list[str]] | None]:
+    """(rows so far, sections) of a workload that ran, or ([('ran', 0)], None) if it did not;
+    a workload that ran must have the environment and every one of ``sections``."""
     top, found = _sections(text, source)
     head = keyvalue.fields("\n".join(top))
     if head.get("ran") == "0":
@@ -103,7 +104,7 @@ def _role(text: str, source: str, want: str) -> tuple[list[tuple[str, float]],
     if head.get("ran") != "1" or head.get("role") != want:
         raise StageError(f"{source}: expected role={want} and ran=1, got role="
                          f"{head.get('role')!r} ran={head.get('ran')!r}")
-    for name in ("environment",):
+    for name in ("environment", *sections):
         if name not in found:
             raise StageError(f"{source}: no '== {name}' section")
     return [("ran", 1.0), *_environment(found["environment"], source)], found
@@ -129,11 +130,9 @@ def _environment(lines: list[str], source: str) -> list[tuple[str, float]]:
 
 def kmalloc(text: str, source: str) -> list[tuple[str, float]]:
     """Rows of ``kmalloc.sh`` (see the module docstring)."""
-    rows, found = _role(text, source, "kmalloc")
+    rows, found = _role(text, source, "kmalloc", "kmalloc")
     if found is None:
         return rows
-    if "kmalloc" not in found:
-        raise StageError(f"{source}: no '== kmalloc' section")
     ticks = {"alloc": 0, "free": 0}
     ops = kept = warm = discarded = 0
     for line in found["kmalloc"]:
@@ -168,12 +167,9 @@ def kmalloc(text: str, source: str) -> list[tuple[str, float]]:
 
 def isolation(text: str, source: str) -> list[tuple[str, float]]:
     """Rows of ``isolation.sh`` (see the module docstring)."""
-    rows, found = _role(text, source, "isolation")
+    rows, found = _role(text, source, "isolation", "victim", "trace")
     if found is None:
         return rows
-    for name in ("victim", "trace"):
-        if name not in found:
-            raise StageError(f"{source}: no '== {name}' section")
     head = keyvalue.fields("\n".join(found["victim"]))
     rounds = int(head.get("rounds", "0"))
     if rounds < 1:
@@ -229,11 +225,9 @@ def isolation(text: str, source: str) -> list[tuple[str, float]]:
 
 def lockdep(text: str, source: str) -> list[tuple[str, float]]:
     """Rows of ``lockdep.sh`` (see the module docstring)."""
-    rows, found = _role(text, source, "lockdep")
+    rows, found = _role(text, source, "lockdep", "warnings")
     if found is None:
         return rows
-    if "warnings" not in found:
-        raise StageError(f"{source}: no '== warnings' section")
     warnings = [line for line in found["warnings"] if "WARNING:" in line]
     return [*rows, ("warnings", float(len(warnings))),
             ("pw_assert_warnings", float(sum(bool(_SHEAF_WARNING.search(w)) for w in warnings)))]
