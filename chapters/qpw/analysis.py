@@ -81,7 +81,9 @@ PER_TRIGGER = {
     "nivcsw": "times the FIFO loop was preempted",
 }
 """Isolation counts, per drain request: metric -> what it counts."""
-LOCKDEP_KERNELS = {"v4 as posted": "lockdep-v4", "with the fix (0005)": "lockdep-fixed"}
+LOCKDEP_KERNEL = "lockdep-fixed"
+"""PWLOCKS=n under CONFIG_PROVE_LOCKING with the fix (0005). v4 as posted does not build so on
+7.2.13 with gcc 15 (patches/qpw/meta.yaml), so it has no boot to compare with."""
 
 Chosen = dict[str, runs.Run]
 """Each variant's boots pooled from every run made like its newest one
@@ -185,9 +187,12 @@ def work_functions(chosen: Chosen) -> pd.DataFrame:
 
 
 def lockdep_warnings(chosen: Chosen) -> dict[str, float]:
-    """Kernel label -> lockdep warnings raised in SLUB's sheaf paths during its boot."""
-    return {label: float(values(chosen, v, LOCKDEP, "pw_assert_warnings").sum())
-            for label, v in LOCKDEP_KERNELS.items() if v in chosen}
+    """The lockdep kernel's warnings over its boots: ``all`` and ``sheaf`` (those raised in
+    SLUB's sheaf paths, where syzbot's came from); empty without a run."""
+    if LOCKDEP_KERNEL not in chosen:
+        return {}
+    return {"all": float(values(chosen, LOCKDEP_KERNEL, LOCKDEP, "warnings").sum()),
+            "sheaf": float(values(chosen, LOCKDEP_KERNEL, LOCKDEP, "pw_assert_warnings").sum())}
 
 
 def _limits(chosen: Chosen, variant: str) -> str:
@@ -317,21 +322,20 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
 
 
 def _lockdep_rows(chosen: Chosen) -> list[dict]:
-    """syzbot's warning: present with v4 as posted, absent with the fix. Counts of one boot
-    each: either it is so or it is not."""
+    """syzbot's warning: the fixed kernel must boot and allocate under lockdep without a
+    warning in SLUB's sheaf paths. A count of one boot: either it is so or it is not."""
     got = lockdep_warnings(chosen)
-    if len(got) < 2:
+    if not got:
         return []
-    before, after = got["v4 as posted"], got["with the fix (0005)"]
-    run = chosen[LOCKDEP_KERNELS["with the fix (0005)"]]
-    ok = before > 0 and after == 0
+    ok = got["sheaf"] == 0
     verdict = verdicts.Verdict(
         verdicts.DIRECTION if ok else verdicts.CONTRADICTED,
-        ("the warning syzbot reported appears with v4 as posted and not with the fix "
-         "(deterministic: the assertion fires on every call in these paths)") if ok else
-        f"expected warnings with v4 and none with the fix, got {before:.0f} and {after:.0f}")
+        ("with the fix, lockdep raised no warning in SLUB's sheaf paths, where syzbot's came "
+         "from; v4 as posted does not build with lockdep on 7.2.13 and gcc 15, the same bug "
+         "caught at compile time (deterministic)") if ok else
+        f"with the fix, lockdep still warned {got['sheaf']:.0f} time(s) in SLUB's sheaf paths")
     return [_row("qpw-lockdep-syzbot", table="lockdep", row="PWLOCKS=n, CONFIG_PROVE_LOCKING",
-                 column="mechanism: lockdep warnings in SLUB's sheaf paths, one boot each",
+                 column="mechanism: lockdep warnings in SLUB's sheaf paths with the fix (0005)",
                  cited="syzbot's report (a warning at boot, no number)",
-                 ours=f"v4 as posted {before:.0f}, with the fix {after:.0f}", verdict=verdict,
-                 run=run)]
+                 ours=f"{got['sheaf']:.0f} in the sheaf paths, {got['all']:.0f} in all",
+                 verdict=verdict, run=chosen[LOCKDEP_KERNEL])]
