@@ -3,7 +3,8 @@
 Fixtures: ``kmalloc-dyn-pw-1-tcg.out``, a PWLOCKS=y pwlocks=1 boot under TCG captured on
 2026-11-25 (three loads then; the committed runs have four); ``kmalloc-not-this-role.out``, the
 kmalloc script on a kernel of another role; ``isolation-*.out`` and ``lockdep-*.out``, boots of
-the isolation and lockdep kernels captured the same day.
+the isolation and lockdep kernels captured the same day (``lockdep-fixed.out`` is the
+committed lockdep run's).
 """
 
 from __future__ import annotations
@@ -107,3 +108,22 @@ def test_with_pwlocks_1_nothing_reaches_the_isolated_cpu_inside_a_request() -> N
 def test_broken_isolation_outputs_fail_naming_the_problem(broken: str, message: str) -> None:
     with pytest.raises(StageError, match=message):
         parse.isolation(broken, "fixture")
+
+
+LOCKDEP = (FIXTURES / "lockdep-fixed.out").read_text()
+
+
+def test_the_fixed_lockdep_kernel_reports_no_warning() -> None:
+    r = dict(parse.lockdep(LOCKDEP, "fixture"))
+    assert r["ran"] == 1 and r["CONFIG_PROVE_LOCKING"] == 1 and r["CONFIG_PWLOCKS"] == 0
+    assert r["warnings"] == 0 and r["pw_assert_warnings"] == 0
+
+
+def test_a_warning_in_the_sheaf_paths_is_counted_apart_from_others() -> None:
+    lines = ("WARNING: CPU: 0 PID: 0 at mm/slub.c:4641 __pcs_replace_empty_main+0x1b3/0x2d0\n"
+             "WARNING: CPU: 1 PID: 7 at kernel/workqueue.c:2300 __queue_work+0x2e/0x4c0\n")
+    r = dict(parse.lockdep(LOCKDEP.replace("== warnings\n", "== warnings\n" + lines), "fixture"))
+    assert r["warnings"] == 2 and r["pw_assert_warnings"] == 1
+    with pytest.raises(StageError, match="no '== warnings' section"):
+        parse.lockdep(LOCKDEP.replace("== warnings\n", "").replace("== end warnings\n", ""),
+                      "fixture")
