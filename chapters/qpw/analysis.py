@@ -202,6 +202,13 @@ def _limits(chosen: Chosen, variant: str) -> str:
            "host cores"
 
 
+def isolation_limits(chosen: Chosen) -> str:
+    """Where the isolation kernels ran: accelerator, vCPUs, host, QEMU, compiler, kernel."""
+    facts = runs.environment_facts(chosen[ISOLATED["pwlocks=1"]].manifest)
+    return (f"{_limits(chosen, ISOLATED['pwlocks=1'])} ({facts['host_cpu']}), QEMU "
+            f"{facts['qemu']}, {facts['compiler']}, {facts['kernel']}")
+
+
 def _row(rid: str, *, table: str, row: str, column: str, cited: str, ours: str,
          verdict: verdicts.Verdict, run: runs.Run) -> dict:
     return {"id": rid, "ours": ours, **verdict.columns(),
