@@ -49,6 +49,11 @@ class Cell:
         return f"{self.variant}-icount"
 
     @property
+    def short(self) -> str:
+        """The configuration without the cover letter's "Patched kernel, " (a row label)."""
+        return self.label.removeprefix("Patched kernel, ")
+
+    @property
     def is_reference(self) -> bool:
         """True for an unpatched cell: the one every other cell of its model is judged against."""
         return self.cited_id == self.reference_id
@@ -259,7 +264,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
         pooled = runs.Run(run.chapter, " + ".join(dict.fromkeys(
             [chosen[ref.variant].run_id, run.run_id])), run.path, run.manifest, run.results)
         rows.append(_row(f"{cell.cited_id}-change", table=entry["table"], row=entry["row"],
-                         column=f"{cell.label}: {scorecard.DERIVED_COLUMN}", cited=cited_text,
+                         column=f"{cell.short}: {scorecard.DERIVED_COLUMN}", cited=cited_text,
                          ours=change.describe() if change else "—",
                          verdict=verdicts.judge_change(change, implied,
                                                        _limits(chosen, cell.variant))
@@ -271,7 +276,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
             base_n, own_n = icount_loads(chosen, ref.icount), icount_loads(chosen, cell.icount)
             rows.append(_row(
                 f"{cell.cited_id}-icount", table=entry["table"], row=entry["row"],
-                column=f"{cell.label}: mechanism, instructions per kmalloc() (icount)",
+                column=f"{cell.short}: mechanism, instructions per kmalloc() (icount)",
                 cited=cited_text,
                 ours=f"{base_n.mean():,.2f} -> {own_n.mean():,.2f} instructions; "
                      f"{counted.describe()} over the loads of one boot each",
