@@ -199,14 +199,17 @@ def environment_summary(manifest: dict) -> str:
             f"QEMU {f['qemu']}, {f['compiler']}, {f['kernel']}, config {f['config']}")
 
 
-def environment_limits(manifest: dict) -> str:
+def environment_limits(manifest: dict, variant: str | None = None) -> str:
     """The part of the environment that bounds what a timing can show.
 
     For example "TCG, 8 vCPUs on 2 host cores": the phrase a verdict's reason quotes when the
-    spread between boots, not the kernel, decides it.
+    spread between boots, not the kernel, decides it. With ``variant``, the accelerator is that
+    variant's own: a run that boots TCG and icount variants would otherwise name both.
     """
     f = environment_facts(manifest)
-    return f"{f['accelerator']}, {f['vcpus']} vCPUs on {f['host_cores']} host cores"
+    used = manifest.get("variants", {}).get(variant, {}).get("accel_used", []) if variant else []
+    accel = "/".join(a.upper() for a in used) or f["accelerator"]
+    return f"{accel}, {f['vcpus']} vCPUs on {f['host_cores']} host cores"
 
 
 def metric_values(run: Run, variant: str, workload: str, metric: str) -> pd.Series:

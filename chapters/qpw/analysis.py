@@ -126,7 +126,7 @@ def kmalloc_table(chosen: Chosen, every: list[Cell]) -> pd.DataFrame:
             for op in ("alloc", "free"):
                 v = values(chosen, variant, KMALLOC, f"{op}_cycles_per_op")
                 row[f"{op}_{accel}"] = v.mean() if len(v) else float("nan")
-            row[f"boots_{accel}"] = len(values(chosen, variant, KMALLOC, "alloc_cycles_per_op"))
+            row[f"boots_{accel}"] = len(values(chosen, variant, KMALLOC, METRIC))
             row[f"discarded_{accel}"] = float(
                 values(chosen, variant, KMALLOC, "loads_discarded").sum())
         rows.append(row)
@@ -201,10 +201,7 @@ def lockdep_warnings(chosen: Chosen) -> dict[str, float]:
 
 
 def _limits(chosen: Chosen, variant: str) -> str:
-    facts = runs.environment_facts(chosen[variant].manifest)
-    accel = "/".join(chosen[variant].manifest["variants"][variant].get("accel_used", [])).upper()
-    return f"{accel or facts['accelerator']}, {facts['vcpus']} vCPUs on {facts['host_cores']} " \
-           "host cores"
+    return runs.environment_limits(chosen[variant].manifest, variant)
 
 
 def isolation_limits(chosen: Chosen) -> str:
@@ -215,9 +212,11 @@ def isolation_limits(chosen: Chosen) -> str:
 
 
 def _row(rid: str, *, table: str, row: str, column: str, cited: str, ours: str,
-         verdict: verdicts.Verdict, run: runs.Run) -> dict:
+         verdict: verdicts.Verdict, measured: list[runs.Run]) -> dict:
+    """A scorecard row from the runs it was ``measured`` in (their ids, the last's place)."""
     return {"id": rid, "ours": ours, **verdict.columns(),
-            "run_id": run.run_id, "environment": runs.environment_summary(run.manifest),
+            "run_id": " + ".join(dict.fromkeys(r.run_id for r in measured)),
+            "environment": runs.environment_summary(measured[-1].manifest),
             "chapter": CHAPTER, "table": table, "row": row, "column": column, "cited": cited}
 
 
@@ -238,22 +237,22 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
     every = cells(cited)
     rows = []
     for cell in every:
-        if cell.variant not in chosen or cell.cited_id not in by_id.index:
+        if cell.variant not in chosen:
             continue
         entry = by_id.loc[cell.cited_id]
         run = chosen[cell.variant]
-        ticks = values(chosen, cell.variant, KMALLOC, "alloc_cycles_per_op")
+        ticks = values(chosen, cell.variant, KMALLOC, METRIC)
         ours = f"{runs.describe(ticks)} TSC ticks under TCG (emulated time)"
         if cell.icount in chosen:
-            count = values(chosen, cell.icount, KMALLOC, "alloc_cycles_per_op")
+            count = values(chosen, cell.icount, KMALLOC, METRIC)
             ours += f"; {count.mean():,.1f} instructions under icount"
-        rows.append({**_row(cell.cited_id, table=entry["table"], row=entry["row"],
-                            column=entry["column"], cited=entry["cited"], ours=ours,
-                            verdict=verdicts.not_comparable(
-                                "TSC ticks of the authors' machine (not named) against "
-                                "ticks of emulated time here; each patched cell's change "
-                                "against its unpatched cell is judged in its own row"),
-                            run=run)})
+        rows.append(_row(cell.cited_id, table=entry["table"], row=entry["row"],
+                         column=entry["column"], cited=entry["cited"], ours=ours,
+                         verdict=verdicts.not_comparable(
+                             "TSC ticks of the authors' machine (not named) against ticks of "
+                             "emulated time here; each patched cell's change against its "
+                             "unpatched cell is judged in its own row"),
+                         measured=[run]))
         ref = reference(cell, every)
         if cell.is_reference or ref.variant not in chosen:
             continue
@@ -261,8 +260,6 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
         implied = cited_percent(cited, cell)
         cited_text = f"{implied:+.1f} % (implied: {entry['cited']} against " \
                      f"{by_id.loc[ref.cited_id, 'cited']})"
-        pooled = runs.Run(run.chapter, " + ".join(dict.fromkeys(
-            [chosen[ref.variant].run_id, run.run_id])), run.path, run.manifest, run.results)
         rows.append(_row(f"{cell.cited_id}-change", table=entry["table"], row=entry["row"],
                          column=f"{cell.short}: {scorecard.DERIVED_COLUMN}", cited=cited_text,
                          ours=change.describe() if change else "—",
@@ -270,7 +267,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
                                                        _limits(chosen, cell.variant))
                          if change else verdicts.Verdict(verdicts.NOT_YET,
                                                          scorecard.NOT_YET_REASON),
-                         run=pooled))
+                         measured=[chosen[ref.variant], run]))
         counted = cell_change(chosen, cell, every, icount=True)
         if counted is not None:
             base_n, own_n = icount_loads(chosen, ref.icount), icount_loads(chosen, cell.icount)
@@ -284,7 +281,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
                     counted, 1 if implied > 0 else -1,
                     "that the cell's locking adds work to the allocation fast path",
                     _limits(chosen, cell.icount)),
-                run=chosen[cell.icount]))
+                measured=[chosen[ref.icount], chosen[cell.icount]]))
     rows += _isolation_rows(chosen)
     rows += _lockdep_rows(chosen)
     return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)
@@ -302,8 +299,7 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
     by = {k: part for k, part in boots.groupby("kernel")}
     run = chosen[ISOLATED["pwlocks=1"]]
     limits = _limits(chosen, ISOLATED["pwlocks=1"])
-    ids = " + ".join(dict.fromkeys([chosen[ISOLATED["unpatched"]].run_id, run.run_id]))
-    pooled = runs.Run(run.chapter, ids, run.path, run.manifest, run.results)
+    measured = [chosen[ISOLATED["unpatched"]], run]
     rows = []
     for metric, what in PER_TRIGGER.items():
         change = stats.point_change(by["unpatched"][metric], by["pwlocks=1"][metric],
@@ -316,7 +312,7 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
                  f"; {change.describe()}",
             verdict=verdicts.judge_direction(change, -1, f"fewer {what} (the series' purpose)",
                                              limits),
-            run=pooled))
+            measured=measured))
     for rid, metric, what, claim in (
             ("qpw-isolation-latency", "latency_max_ms",
              "longest drain request on CPU 0 per boot", "that the requester no longer waits "
@@ -329,7 +325,7 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
             column=f"mechanism: {what} (emulated time)", cited=NO_CITED,
             ours=f"{by['unpatched'][metric].mean():,.2f} -> {by['pwlocks=1'][metric].mean():,.2f}"
                  f" ms; {change.describe()}",
-            verdict=verdicts.judge_direction(change, -1, claim, limits), run=pooled))
+            verdict=verdicts.judge_direction(change, -1, claim, limits), measured=measured))
     return rows
 
 
@@ -350,4 +346,4 @@ def _lockdep_rows(chosen: Chosen) -> list[dict]:
                  column="mechanism: lockdep warnings in SLUB's sheaf paths with the fix (0005)",
                  cited="syzbot's report (a warning at boot, no number)",
                  ours=f"{got['sheaf']:.0f} in the sheaf paths, {got['all']:.0f} in all",
-                 verdict=verdict, run=chosen[LOCKDEP_KERNEL])]
+                 verdict=verdict, measured=[chosen[LOCKDEP_KERNEL]])]
