@@ -34,6 +34,11 @@ ENTRY_FIELDS = (
     "id", "table", "row", "column", "variant", "quantity", "unit",
     "condition", "value", "source", "quote",
 )
+OPTIONAL_FIELDS = ("precision",)
+PRECISIONS = ("rounded", "truncated")
+"""How a printed value relates to the true one: rounded to its last digit (the default, what a
+mail's table or percentage usually is), or truncated there (an integer division, as in a
+benchmark that prints ``total / iterations``; say why in the entry's condition)."""
 ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 _NUMBER = r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
@@ -64,6 +69,17 @@ class Value:
     high: float
     approximate: bool
     percent: bool
+    resolution: float = 0.0
+    """The step of the last printed digit ("60" -> 1, "-7.5%" -> 0.1, "2.5k" -> 100)."""
+
+    def bounds(self, precision: str = "rounded") -> tuple[float, float]:
+        """The true values this printed value can stand for: half a last digit either side
+        when rounded; up to one last digit further from zero when truncated."""
+        step = self.resolution
+        if precision == "truncated":
+            return (self.low - step if self.low < 0 else self.low,
+                    self.high + step if self.high >= 0 else self.high)
+        return self.low - step / 2, self.high + step / 2
 
     @property
     def mid(self) -> float:
@@ -90,6 +106,11 @@ def parse_value(text: str) -> Value:
         raw = match.group(name).replace(",", "")
         return float(raw) * MULTIPLIERS[match.group(f"{name}_mult")]
 
+    def step(name: str) -> float:
+        raw = match.group(name)
+        decimals = len(raw.split(".")[1]) if "." in raw else 0
+        return 10.0 ** -decimals * MULTIPLIERS[match.group(f"{name}_mult")]
+
     low = number("low")
     high = number("high") if match.group("high") else low
     return Value(
@@ -98,6 +119,7 @@ def parse_value(text: str) -> Value:
         high=max(low, high),
         approximate=bool(match.group("approx")),
         percent=bool(match.group("percent")),
+        resolution=max(step("low"), step("high") if match.group("high") else 0.0),
     )
 
 
@@ -136,6 +158,8 @@ class Entry:
     value: Value
     source: Source
     quote: str
+    precision: str = "rounded"
+    """:data:`PRECISIONS`."""
 
 
 @dataclass
@@ -181,7 +205,7 @@ def _entry(path: Path, chapter: str, raw: object, sources: dict[str, Source]) ->
     missing = [k for k in ENTRY_FIELDS if k not in raw or raw[k] in (None, "")]
     _require(not missing, path, where, f"missing {', '.join(missing)}",
              "add the missing fields (see data/cited/README.md)")
-    unknown = sorted(set(raw) - set(ENTRY_FIELDS))
+    unknown = sorted(set(raw) - {*ENTRY_FIELDS, *OPTIONAL_FIELDS})
     _require(not unknown, path, where, f"unknown fields {', '.join(unknown)}",
              "remove them or add them to the schema in lab/cited.py and the README")
     entry_id = str(raw["id"])
@@ -201,6 +225,9 @@ def _entry(path: Path, chapter: str, raw: object, sources: dict[str, Source]) ->
             f"{path}: {where}: value {raw['value']!r} does not parse. Fix: write the number "
             "exactly as the mail does, in a form listed in data/cited/README.md."
         ) from None
+    precision = str(raw.get("precision", "rounded"))
+    _require(precision in PRECISIONS, path, where, f"precision {precision!r} is unknown",
+             f"use one of {', '.join(PRECISIONS)}")
     quote = str(raw["quote"])
     _require(fold(value.text) in fold(quote), path, where,
              f"value {value.text!r} does not occur in its quote",
@@ -209,7 +236,7 @@ def _entry(path: Path, chapter: str, raw: object, sources: dict[str, Source]) ->
         id=entry_id, chapter=chapter, table=str(raw["table"]), row=str(raw["row"]),
         column=str(raw["column"]), variant=str(raw["variant"]), quantity=str(raw["quantity"]),
         unit=str(raw["unit"]), condition={str(k): str(v) for k, v in raw["condition"].items()},
-        value=value, source=sources[str(raw["source"])], quote=quote,
+        value=value, source=sources[str(raw["source"])], quote=quote, precision=precision,
     )
 
 
@@ -269,7 +296,9 @@ def to_frame(cited: list[Chapter]) -> pd.DataFrame:
             "column": e.column, "variant": e.variant, "quantity": e.quantity, "unit": e.unit,
             "value": e.value.text, "cited": with_unit(e.value.text, e.unit),
             "low": e.value.low, "high": e.value.high, "mid": e.value.mid,
-            "approximate": e.value.approximate,
+            "approximate": e.value.approximate, "precision": e.precision,
+            "true_low": e.value.bounds(e.precision)[0],
+            "true_high": e.value.bounds(e.precision)[1],
             "source": e.source.id, "message_id": e.source.message_id, "url": e.source.url,
             "author": e.source.author, "date": e.source.date,
         }

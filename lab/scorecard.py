@@ -16,8 +16,9 @@ The rule a judge applies (see :func:`compare` and :func:`verdict_rows`):
 * a cited *absolute* value (items/s, ns) of the author's machine is never comparable with a
   value from another machine, let alone an emulator: "absolute value not comparable", and its
   reason says how the change it belongs to fared;
-* a judge may add *mechanism* rows: a clock-free count that stands for a cited change, with
-  its own verdict, beside it.
+* a judge may add *mechanism* rows (a clock-free counterpart of the author's explanation,
+  judged for direction) and *check* rows (pass/fail, never support) beside them; every row
+  carries its kind (:data:`lab.verdicts.ROW_KINDS`) in ``row_kind``.
 
 Rows that are not cited entries carry their own ``chapter``, ``table``, ``row``, ``column`` and
 ``cited`` (:data:`DERIVED_COLUMNS`). Every judged row also carries the numbers its verdict was
@@ -27,7 +28,7 @@ the book's overview figure (:func:`overview`) draws them instead of re-reading t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -56,20 +57,32 @@ class Measure:
     ``metrics`` of ``workload`` are read for each role's run variant (``variants``: cited
     variant -> variant name in the runs). Several metrics are averaged per boot, so a boot stays
     the unit of the interval. With ``exclude_zeros`` a value of exactly 0 is left out
-    (and counted): the right choice for a duration that a stopped clock reports as 0.
+    (and counted): the right choice for a duration that a stopped clock reports as 0. ``unit``
+    is the unit of our metric, which must be the cited one for a claim to be judged, and
+    ``margin`` the key of its kind in :data:`lab.verdicts.MARGINS`. ``assume`` states, when the
+    cited unit is not ours, the assumption under which the cited change is a change of our
+    quantity (counts over sets of a stated equal size are a rate): the claim is then judged in
+    our unit and the reason says what it assumes.
     """
 
     workload: str
     metrics: tuple[str, ...]
+    unit: str
+    margin: str
     variants: dict[str, str] = field(default_factory=lambda: {r: r for r in ROLES})
     exclude_zeros: bool = False
+    assume: str = ""
 
 
-def measures_from_experiment(chosen: dict[str, runs.Run],
-                             cited: pd.DataFrame) -> dict[tuple[str, str], Measure]:
+def measures_from_experiment(chosen: dict[str, runs.Run], cited: pd.DataFrame,
+                             units: dict[str, tuple[str, str]], *, assume: str = ""
+                             ) -> dict[tuple[str, str], Measure]:
     """The measures an experiment declares with ``cited:`` (metric -> variant -> cited id).
 
     Read from the manifests of the chosen runs, oldest first, so a newer run's declaration wins.
+    ``units`` gives each declared metric its unit and margin kind (the chapter's judge knows
+    what its metrics measure); a declared metric without one is an error, because a claim must
+    not be judged by a quantity nobody named. ``assume`` is :attr:`Measure.assume` for all.
     """
     by_id = cited.set_index("id")
     measures: dict[tuple[str, str], Measure] = {}
@@ -82,8 +95,14 @@ def measures_from_experiment(chosen: dict[str, runs.Run],
                 entries = by_id.loc[list(known.values())]
                 key = (str(entries["table"].iloc[0]), str(entries["row"].iloc[0]))
                 roles = {str(by_id.loc[i, "variant"]): v for v, i in known.items()}
+                if metric not in units:
+                    raise ValueError(f"metric {metric!r} of workload {workload['name']!r} maps "
+                                     "to cited entries but its judge names no unit for it. Fix: "
+                                     "add it to the units the chapter's analysis.py passes")
+                unit, margin = units[metric]
                 measures[key] = Measure(workload=workload["name"], metrics=(metric,),
-                                        variants=roles)
+                                        unit=unit, margin=margin, variants=roles,
+                                        assume=assume)
     return measures
 
 
@@ -99,22 +118,40 @@ def _measured(run: runs.Run | None, variant: str, measure: Measure) -> tuple[pd.
     return values.groupby(level=0).mean(), zeros
 
 
-def _cited_change(entries: pd.DataFrame) -> tuple[str, float, bool]:
-    """The cited change of a row as written, in percent, and whether the author wrote it.
+def cited_change(entries: pd.DataFrame) -> verdicts.Cited:
+    """The cited change of one row in percent, with the interval its printed values can mean.
 
-    Without a change entry, the change is the one the cited before/after pair implies.
+    A change entry is taken as written, blurred by its last digit; without one, the change is
+    the one the cited before/after pair implies, and its interval runs from the lowest patched
+    over the highest baseline value to the highest over the lowest that the printing allows
+    (:meth:`lab.cited.Value.bounds`: "95" and "97" printed by truncation mean +1.0 to +3.2 %).
     """
     change = entries[entries["variant"] == "change"]
     if len(change):
-        return str(change["cited"].iloc[0]), float(change["mid"].iloc[0]), True
-    mids = {r: float(entries.loc[entries["variant"] == r, "mid"].iloc[0]) for r in ROLES}
-    percent = 100 * (mids["patched"] / mids["baseline"] - 1)
-    return f"{percent:+.1f} % (implied)", percent, False
+        row = change.iloc[0]
+        return verdicts.Cited(float(row["mid"]), float(row["true_low"]),
+                              float(row["true_high"]), str(row["cited"]))
+    ends = {r: entries[entries["variant"] == r].iloc[0] for r in ROLES}
+    base, patched = ends["baseline"], ends["patched"]
+    percent = 100 * (float(patched["mid"]) / float(base["mid"]) - 1)
+    low = 100 * (float(patched["true_low"]) / float(base["true_high"]) - 1)
+    high = 100 * (float(patched["true_high"]) / float(base["true_low"]) - 1)
+    return verdicts.Cited(percent, min(low, high), max(low, high),
+                          f"{percent:+.1f} % (implied)")
+
+
+def written(entries: pd.DataFrame) -> bool:
+    """Whether the author wrote the row's change (else the cited pair implies it)."""
+    return bool((entries["variant"] == "change").any())
 
 
 def compare(cited: pd.DataFrame, chosen: dict[str, runs.Run],
-            measures: dict[tuple[str, str], Measure]) -> pd.DataFrame:
+            measures: dict[tuple[str, str], Measure],
+            bounds: dict[tuple[str, str], verdicts.Bound] | None = None) -> pd.DataFrame:
     """One row per cited (table, row) that the runs measure: cited and ours side by side.
+
+    Each row is judged by :func:`lab.verdicts.judge_boots` (clock trouble and single boots
+    said), with the :class:`lab.verdicts.Bound` that ``bounds`` gives its (table, row), if any.
 
     Columns: the cited before/after/change as written and the change in percent; per role our
     per-boot values, their description (mean, n, range), the zeros excluded and the run id; our
@@ -139,24 +176,37 @@ def compare(cited: pd.DataFrame, chosen: dict[str, runs.Run],
             values[role], zeros[role] = _measured(picked[role], measure.variants[role], measure)
         if values["baseline"].empty and values["patched"].empty:
             continue
-        cited_text, cited_percent, written = _cited_change(entries)
+        claimed = cited_change(entries)
         manifest = picked["patched"].manifest
-        limits = runs.environment_limits(manifest)
+        limits = runs.environment_limits(manifest, measure.variants["patched"])
+        margin = verdicts.MARGINS[measure.margin]
+        # the quantity's unit: a written change's entry says "%", its pair the quantity's unit
+        cited_unit = (measure.unit if measure.assume else
+                      str(entries.loc[entries["variant"] == "baseline", "unit"].iloc[0]))
+
+        def judge(change: stats.Change, claimed: verdicts.Cited = claimed, limits: str = limits,
+                  margin: verdicts.Margin = margin, cited_unit: str = cited_unit,
+                  measure: Measure = measure, key: tuple[str, str] = key) -> verdicts.Verdict:
+            return verdicts.judge_change(change, claimed, limits,
+                                         units=(measure.unit, cited_unit), margin=margin,
+                                         bound=(bounds or {}).get(key))
+
         try:
-            change: stats.Change | None = stats.percent_change(values["baseline"],
-                                                               values["patched"])
+            verdict = verdicts.judge_boots(
+                values["baseline"], values["patched"], judge,
+                flagged=tuple(runs.clock_flags(picked[r], measure.variants[r]) for r in ROLES))
         except ValueError as exc:  # includes NotEnoughRepetitions
-            change, verdict = None, verdicts.Verdict(runs.UNJUDGED,
-                                                     str(exc).split(". Fix:")[0])
-        else:
-            verdict = verdicts.judge_change(change, cited_percent, limits)
+            verdict = verdicts.Verdict(runs.UNJUDGED, str(exc).split(". Fix:")[0])
+        if measure.assume:
+            verdict = replace(verdict, reason=f"{verdict.reason}; this assumes {measure.assume}")
+        change = verdict.change
         rows.append({
             "table": key[0], "row": key[1], "unit": str(entries["unit"].iloc[0]),
             "workload": measure.workload, "metrics": ", ".join(measure.metrics),
             **{f"cited_{r}": str(entries.loc[entries["variant"] == r, "cited"].iloc[0])
                for r in ROLES},
-            "cited_change": cited_text, "cited_percent": cited_percent,
-            "cited_change_written": written,
+            "cited_change": claimed.text, "cited_percent": claimed.value,
+            "cited_change_written": written(entries),
             **{f"values_{r}": values[r] for r in ROLES},
             **{f"ours_{r}": runs.describe(values[r]) if len(values[r]) else "—" for r in ROLES},
             **{f"zeros_{r}": zeros[r] for r in ROLES},
@@ -224,12 +274,14 @@ CARD_COLUMNS = ["chapter", "id", "table", "row", "column", "cited", "ours", "env
                 "verdict", "reason"]
 """What the scorecard tables show (the card also holds :data:`DATA_COLUMNS`)."""
 
-KINDS = ("cited change", "cited value", "derived change", "mechanism")
-"""What a card row is: a change the author wrote; a value of the author's machine (a before,
-an after, a share); the change a cited pair implies; a clock-free count standing for a change."""
+KINDS = ("cited change", "cited value", "derived change", "mechanism", "check")
+"""Where a card row comes from: a change the author wrote; a value of the author's machine (a
+before, an after, a share); the change a cited pair implies; a counterpart of the author's
+explanation; a pass/fail check. The first three are *claim* rows (``row_kind``)."""
 
 DATA_COLUMNS = ["kind", *verdicts.NUMBER_COLUMNS]
-"""The card's columns for figures: the row's kind (:data:`KINDS`) and its verdict's numbers."""
+"""The card's columns for figures and tallies: where the row comes from (:data:`KINDS`), its
+kind (``row_kind``: claim, mechanism or check) and its verdict's numbers."""
 
 
 def _derived_rows(cited: pd.DataFrame, judged_rows: pd.DataFrame) -> pd.DataFrame:
@@ -270,33 +322,50 @@ def build(cited: pd.DataFrame, measured: pd.DataFrame,
         own = judged_rows[judged_rows["id"].isin(cited["id"])][measured.columns]
         kept = measured[~measured["id"].isin(own["id"])]
         measured = pd.concat([kept, own], ignore_index=True) if len(kept) else own
-        derived["kind"] = [KINDS[2] if str(c).startswith(DERIVED_COLUMN) else KINDS[3]
-                           for c in derived["column"]]
+        derived["row_kind"] = derived["row_kind"].fillna(verdicts.CLAIM)
+        derived["kind"] = [KINDS[2] if k == verdicts.CLAIM else
+                           KINDS[3] if k == verdicts.MECHANISM else KINDS[4]
+                           for k in derived["row_kind"]]
     card = cited.merge(measured, on="id", how="left").assign(position=cited.index.astype(float))
     card["kind"] = [KINDS[0] if v == "change" else KINDS[1] for v in card["variant"]]
     card["ours"] = card["ours"].fillna("—").astype(str)
     card["environment"] = card["environment"].fillna("—").astype(str)
     card["verdict"] = card["verdict"].fillna(NOT_YET).astype(str)
     card["reason"] = card["reason"].fillna(NOT_YET_REASON).astype(str)
+    card["row_kind"] = card["row_kind"].fillna(verdicts.CLAIM).astype(str)
+    card["ours_reading"] = card["ours_reading"].astype(object).fillna(False).astype(bool)
     card = card[[*CARD_COLUMNS, *DATA_COLUMNS, "position"]]
     if len(derived):
         card = pd.concat([card, derived[[*CARD_COLUMNS, *DATA_COLUMNS, "position"]]],
                          ignore_index=True)
     card = card.sort_values("position", kind="stable").drop(columns="position")
     card["our_unit"] = card["our_unit"].astype(object).fillna("").astype(str)
-    for column in ("our_change", "our_low", "our_high", "cited_change", "expected_sign"):
+    card["row_kind"] = card["row_kind"].astype(str)
+    card["ours_reading"] = card["ours_reading"].astype(object).fillna(False).astype(bool)
+    for column in ("our_change", "our_low", "our_high", "cited_change", "expected_sign",
+                   "detectable", "margin", "bound"):
         card[column] = pd.to_numeric(card[column], errors="coerce").astype(float)
     return card.reset_index(drop=True).rename(columns={"table": "measurement"})
 
 
 def counts(card: pd.DataFrame, cited: pd.DataFrame) -> dict[str, int]:
     """What the scorecard page states about a card: cited numbers, how many of them are
-    measured and judged, and how many derived and mechanism rows stand beside them."""
+    measured and judged, how many derived, mechanism and check rows stand beside them, and how
+    many rows of each kind support the author (:data:`lab.verdicts.SUPPORT`; a check or a row
+    of our own reading never does)."""
     own = card["id"].isin(cited["id"])
-    return {"cited": int(own.sum()), "measured": int((own & (card["ours"] != "—")).sum()),
-            "judged": int((own & card["verdict"].isin(verdicts.JUDGED)).sum()),
-            "derived": int((~own).sum()),
-            "derived-judged": int((~own & card["verdict"].isin(verdicts.JUDGED)).sum())}
+    support = card["verdict"].isin(verdicts.SUPPORT) & ~card["ours_reading"] & (
+        card["row_kind"] != verdicts.CHECK)
+    found = {"cited": int(own.sum()), "measured": int((own & (card["ours"] != "—")).sum()),
+             "judged": int((own & card["verdict"].isin(verdicts.JUDGED)).sum()),
+             "derived": int((~own).sum()),
+             "derived-judged": int((~own & card["verdict"].isin(verdicts.JUDGED)).sum()),
+             "ours": int(card["ours_reading"].sum())}
+    for kind in verdicts.ROW_KINDS:
+        mine = card["row_kind"] == kind
+        found[kind] = int(mine.sum())
+        found[f"{kind}-support"] = int((mine & support).sum())
+    return found
 
 
 def table_view(card: pd.DataFrame) -> pd.DataFrame:
@@ -311,7 +380,7 @@ def chapter_view(card: pd.DataFrame, chapter: str) -> pd.DataFrame:
 
 
 OVERVIEW_COLUMNS = ["chapter", "measurement", "row", "column", "kind", "cited", "ours",
-                    "verdict", *verdicts.NUMBER_COLUMNS, "rows"]
+                    "verdict", "reason", *verdicts.NUMBER_COLUMNS, "rows"]
 """One line of the overview figure; ``rows`` counts the card rows it stands for."""
 
 
@@ -344,17 +413,32 @@ def overview(card: pd.DataFrame, chapter_order: list[str]) -> pd.DataFrame:
     return pd.DataFrame(lines, columns=OVERVIEW_COLUMNS)
 
 
+TALLY_NAMES = {verdicts.CLAIM: ("claimed change", "claimed changes"),
+               verdicts.MECHANISM: ("mechanism row", "mechanism rows"),
+               verdicts.CHECK: ("check", "checks")}
+"""How :func:`verdict_summary` names a count of each row kind."""
+
+
 def verdict_summary(lines: pd.DataFrame) -> str:
-    """What :func:`overview` lines of one chapter found, in words: how many changes (cited,
-    derived, mechanism) got each verdict, then the cited values that stand alone, e.g.
-    "14 changes: 1 reproduced, 2 direction confirmed, 10 inconclusive here, 1 contradicted"."""
+    """What :func:`overview` lines of one chapter found, in words, kind by kind: the author's
+    claimed changes (cited and derived), then the mechanism rows (those of our own reading
+    counted apart), then the checks, then the cited values that stand alone, e.g.
+    "4 claimed changes: 1 direction confirmed, 3 inconclusive here; 2 mechanism rows: 2
+    direction confirmed; 2 checks: 2 check passed"."""
     changes = lines[lines["kind"] != KINDS[1]]
     values = lines[lines["kind"] == KINDS[1]]
     parts = []
-    if len(changes):
-        counted = changes["verdict"].value_counts()
+    for kind in verdicts.ROW_KINDS:
+        mine = changes[changes["row_kind"] == kind]
+        if not len(mine):
+            continue
+        counted = mine["verdict"].value_counts()
         found = [f"{counted[v]} {v}" for v in verdicts.VERDICTS if v in counted]
-        parts.append(f"{len(changes)} change{'s' * (len(changes) > 1)}: " + ", ".join(found))
+        one, many = TALLY_NAMES[kind]
+        ours = int(mine["ours_reading"].sum())
+        parts.append(f"{len(mine)} {one if len(mine) == 1 else many}"
+                     + (f" ({ours} of our own reading)" if ours else "") + ": "
+                     + ", ".join(found))
     for verdict, same in values.groupby("verdict", sort=False):
         n = int(same["rows"].sum())
         parts.append(f"{n} cited value{'s' * (n > 1)}: {verdict}")

@@ -5,16 +5,27 @@ from the next by more than the effect under test. Every change the book shows th
 with a 95 % confidence interval over repetitions (each repetition one boot), and every verdict
 on a cited change is decided from that interval (:mod:`lab.verdicts`), never typed by hand.
 
-The interval is Welch's t-interval (``scipy.stats.ttest_ind(..., equal_var=False)``) on the
-difference of the mean log values of the two kernels, reported as a percent change
-``100 * (exp(d) - 1)``: the change of the geometric means. Logs, because run times, rates and
-counts are positive and their spread scales with their level, so a ratio is what carries over
-between machines; Welch, because the two kernels' boots are independent samples (boot 2 of one
-has nothing to do with boot 2 of the other) whose spreads need not be equal. It uses no random
-numbers, so the same data give the same interval, and the same verdict, on every build. Its
-coverage at the repetition counts the book uses (3 and 5 boots per kernel) is tested by
-simulation in ``tests/book/test_stats.py``; the percentile bootstrap it replaced covered the
-true change only 82 % (n=3) and 87 % (n=5) of the time.
+The interval is a t-interval on the difference of the mean log values of the two kernels,
+reported as a percent change ``100 * (exp(d) - 1)``: the change of the geometric means. Logs,
+because run times, rates and counts are positive and their spread scales with their level, so a
+ratio is what carries over between machines. The standard error is Welch's (the two kernels'
+boots are independent samples whose spreads need not be equal); its degrees of freedom depend
+on how much the design can be trusted to estimate them:
+
+* Welch-Satterthwaite's estimate when each kernel has at least :data:`SMALL_N` boots and their
+  spreads are within :data:`SPREAD_RATIO` of each other (``scipy.stats.ttest_ind(...,
+  equal_var=False)``);
+* otherwise Hsu's conservative choice, ``min(n_baseline, n_patched) - 1``: with 3 boots per
+  kernel, or one kernel four times as spread as the other, the estimated degrees of freedom are
+  too optimistic and Welch's interval covers only 93.5 to 94.7 % of the time, while Hsu's never
+  covers less than 95 % under normal errors.
+
+Both use no random numbers, so the same data give the same interval, and the same verdict, on
+every build. The coverage of this rule is tested by simulation in ``tests/book/test_stats.py``
+at the repetition counts and spread ratios the book meets (3, 4 and 5 boots; equal spreads and
+spreads 4 and 10 times apart). Every change also states the smallest change its design could
+detect (:meth:`Change.detectable`): the size a true change must have to be seen with
+:data:`POWER` probability, from the measured spread and the number of boots.
 """
 
 from __future__ import annotations
@@ -32,7 +43,19 @@ CONFIDENCE = 0.95
 LEVEL = f"{CONFIDENCE * 100:.0f} %"
 """The coverage as the book prints it ("95 %")."""
 
-METHOD = "Welch's t-interval on the difference of mean log values"
+SMALL_N = 5
+"""Fewer boots than this per kernel, and the interval takes Hsu's degrees of freedom."""
+
+SPREAD_RATIO = 2.0
+"""Standard deviations further apart than this factor (variances 4 times apart), and the
+interval takes Hsu's degrees of freedom: Welch's estimate of them is then unreliable."""
+
+POWER = 0.8
+"""The probability with which :meth:`Change.detectable` sizes a change the design would see."""
+
+METHOD = ("a t-interval on the difference of mean log values with Welch's standard error "
+          f"(Welch's degrees of freedom; Hsu's, the smaller sample less one, below {SMALL_N} "
+          f"boots per kernel or with spreads more than {SPREAD_RATIO:g} times apart)")
 """How the interval is computed, as the method chapter and the notebooks name it."""
 
 
@@ -51,7 +74,12 @@ class Change:
     n_patched: int
     unit: str = "%"
     """"%" for a relative change; " points" for a difference of two shares (a perf diff delta),
-    or the unit of another difference (" per request")."""
+    or the unit of another difference (" per request", " bytes")."""
+    se: float = 0.0
+    """Standard error of the difference, on the scale the interval was formed on (log values
+    for a percent change); 0 for an exact change."""
+    df: float = float("inf")
+    """Degrees of freedom of the interval's t quantile (Welch's or Hsu's, see the module)."""
 
     @property
     def sign(self) -> int:
@@ -67,6 +95,36 @@ class Change:
         """Half the interval's width in percentage points: what an informative verdict bounds."""
         return (self.high - self.low) / 2
 
+    @property
+    def exact(self) -> bool:
+        """True for a deterministic change (sizes, one image's counts): no spread, no interval."""
+        return self.se == 0 and self.low == self.high
+
+    @property
+    def conservative(self) -> bool:
+        """True when the interval took Hsu's degrees of freedom (few boots, unequal spreads)."""
+        return not self.exact and self.df == min(self.n_baseline, self.n_patched) - 1
+
+    def detectable(self, power: float = POWER) -> float:
+        """The smallest change (in this change's unit, as a magnitude) that this design would
+        detect with probability ``power``: a true change of this size gives an interval that
+        excludes 0 that often, at the measured spread and number of boots. 0 for an exact change.
+
+        It is ``(t(1 - alpha/2) + t(power)) * se`` on the interval's scale, turned into a percent
+        for a ratio (the increase; a decrease of the same log size is a little smaller).
+        """
+        if self.exact or self.se == 0:
+            return 0.0
+        alpha = 1 - CONFIDENCE
+        size = (scipy_stats.t.ppf(1 - alpha / 2, self.df)
+                + scipy_stats.t.ppf(power, self.df)) * self.se
+        return float(100 * np.expm1(size)) if self.unit == "%" else float(size)
+
+    @property
+    def n(self) -> str:
+        """The boots behind the interval, as printed: "n=4+4"."""
+        return f"n={self.n_baseline}+{self.n_patched}"
+
     def interval(self) -> str:
         """The interval as the book prints it, e.g. "-12.5 to +40.0 %"."""
         return f"{self.low:+.1f} to {self.high:+.1f}{self.suffix}"
@@ -77,8 +135,11 @@ class Change:
         return " %" if self.unit == "%" else self.unit
 
     def describe(self) -> str:
-        """The change with its interval, e.g. "+8.1 % (95 % CI -12.5 to +40.0 %)"."""
-        return f"{self.percent:+.1f}{self.suffix} ({LEVEL} CI {self.interval()})"
+        """The change with its interval and its boots, e.g.
+        "+8.1 % (95 % CI -12.5 to +40.0 %, n=5+5)"; an exact change alone, "+576 bytes"."""
+        if self.exact and self.n_baseline == self.n_patched == 1:
+            return f"{self.percent:+.1f}{self.suffix} (exact)"
+        return f"{self.percent:+.1f}{self.suffix} ({LEVEL} CI {self.interval()}, {self.n})"
 
 
 def _values(name: str, values: Sequence[float], *, positive: bool = True) -> np.ndarray:
@@ -104,12 +165,51 @@ def _values(name: str, values: Sequence[float], *, positive: bool = True) -> np.
 def log_ratio_interval(baseline: np.ndarray, patched: np.ndarray,
                        confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray,
                                                                 np.ndarray]:
-    """Difference of mean logs (patched minus baseline) and its Welch interval, along the last
-    axis: one comparison per leading index, so a simulation can judge thousands at once.
+    """Difference of mean logs (patched minus baseline) and its interval, along the last axis:
+    one comparison per leading index, so a simulation can judge thousands at once.
 
     When neither kernel varies at all (a deterministic count), the interval is the point.
     """
     return difference_interval(np.log(baseline), np.log(patched), confidence)
+
+
+def difference_interval(baseline: np.ndarray, patched: np.ndarray,
+                        confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray,
+                                                                 np.ndarray]:
+    """Difference of means (patched minus baseline) and its interval, along the last axis.
+
+    For quantities whose difference, not ratio, is the cited number: a symbol's share of a
+    profile, whose change ``perf diff`` prints in percentage points; on log values it is
+    :func:`log_ratio_interval`. When neither kernel varies at all, the interval is the point.
+    """
+    diff, low, high, _, _ = interval_parts(baseline, patched, confidence)
+    return diff, low, high
+
+
+def interval_parts(baseline: np.ndarray, patched: np.ndarray, confidence: float = CONFIDENCE
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Difference of means, its interval, standard error and degrees of freedom, along the last
+    axis, by the module's rule (Welch's degrees of freedom, or Hsu's for few boots or unequal
+    spreads). The standard error and degrees of freedom are what :meth:`Change.detectable`
+    needs."""
+    n_base, n_patch = baseline.shape[-1], patched.shape[-1]
+    diff = patched.mean(axis=-1) - baseline.mean(axis=-1)
+    var_base, var_patch = baseline.var(axis=-1, ddof=1), patched.var(axis=-1, ddof=1)
+    still = (var_base == 0) & (var_patch == 0)
+    # A kernel whose boots agree exactly (an instruction count) is not an error: scipy warns
+    # about the lost precision of a zero variance, and the point interval below replaces it.
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        welch_df = scipy_stats.ttest_ind(patched, baseline, axis=-1, equal_var=False).df
+        ratio = np.sqrt(np.maximum(var_base, var_patch) / np.minimum(var_base, var_patch))
+    unequal = ~(ratio <= SPREAD_RATIO)  # a zero spread beside a non-zero one is unequal too
+    hsu = (min(n_base, n_patch) < SMALL_N) | unequal
+    df = np.where(hsu, min(n_base, n_patch) - 1, welch_df)
+    se = np.sqrt(var_base / n_base + var_patch / n_patch)
+    with np.errstate(invalid="ignore"):
+        half = scipy_stats.t.ppf(0.5 + confidence / 2, df) * se
+    return (diff, np.where(still, diff, diff - half), np.where(still, diff, diff + half),
+            np.where(still, 0.0, se), np.where(still, np.inf, df))
 
 
 def percent_change(baseline: Sequence[float], patched: Sequence[float], *,
@@ -122,29 +222,11 @@ def percent_change(baseline: Sequence[float], patched: Sequence[float], *,
     """
     base = _values("baseline", baseline)
     patch = _values("patched", patched)
-    diff, low, high = (float(x) for x in log_ratio_interval(base, patch, confidence))
+    diff, low, high, se, df = (float(x) for x in interval_parts(np.log(base), np.log(patch),
+                                                                confidence))
     return Change(percent=100 * float(np.expm1(diff)), low=100 * float(np.expm1(low)),
-                  high=100 * float(np.expm1(high)), n_baseline=len(base), n_patched=len(patch))
-
-
-def difference_interval(baseline: np.ndarray, patched: np.ndarray,
-                        confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray,
-                                                                 np.ndarray]:
-    """Difference of means (patched minus baseline) and its Welch interval, along the last axis.
-
-    For quantities whose difference, not ratio, is the cited number: a symbol's share of a
-    profile, whose change ``perf diff`` prints in percentage points; on log values it is
-    :func:`log_ratio_interval`. When neither kernel varies at all, the interval is the point.
-    """
-    diff = patched.mean(axis=-1) - baseline.mean(axis=-1)
-    still = (baseline.var(axis=-1) == 0) & (patched.var(axis=-1) == 0)
-    # A kernel whose boots agree exactly (an instruction count) is not an error: scipy warns
-    # about the lost precision of a zero variance, and the point interval above replaces it.
-    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        result = scipy_stats.ttest_ind(patched, baseline, axis=-1, equal_var=False)
-        ci = result.confidence_interval(confidence_level=confidence)
-    return diff, np.where(still, diff, ci.low), np.where(still, diff, ci.high)
+                  high=100 * float(np.expm1(high)), n_baseline=len(base), n_patched=len(patch),
+                  se=se, df=df)
 
 
 def point_change(baseline: Sequence[float], patched: Sequence[float], *,
@@ -154,14 +236,19 @@ def point_change(baseline: Sequence[float], patched: Sequence[float], *,
     lock a kernel no longer takes) the change in ``unit``. No logarithm is taken."""
     base = _values("baseline", baseline, positive=False)
     patch = _values("patched", patched, positive=False)
-    diff, low, high = (float(x) for x in difference_interval(base, patch, confidence))
+    diff, low, high, se, df = (float(x) for x in interval_parts(base, patch, confidence))
     return Change(percent=diff, low=low, high=high, n_baseline=len(base),
-                  n_patched=len(patch), unit=unit)
+                  n_patched=len(patch), unit=unit, se=se, df=df)
 
 
-def exact_change(baseline: float, patched: float) -> Change:
+def exact_change(baseline: float, patched: float, *, unit: str = "%") -> Change:
     """The change between two deterministic values (sizes, instruction counts of one image):
-    no spread, so the interval is the point."""
+    no spread, so the interval is the point. In percent by default; with another ``unit``
+    (" bytes") the difference in that unit, for a cited change written as one."""
+    if unit != "%":
+        delta = float(patched - baseline)
+        return Change(percent=delta, low=delta, high=delta, n_baseline=1, n_patched=1,
+                      unit=unit)
     if baseline <= 0:
         raise ValueError(f"baseline {baseline} <= 0: no percent change. Fix: compare the "
                          "difference instead")

@@ -1,79 +1,195 @@
 """The one verdict rule every chapter's judge calls, and its vocabulary.
 
-A verdict compares our change (a :class:`lab.stats.Change`: an estimate and its confidence
-interval, or a single value when the measure is deterministic) with the change the author cited:
+A scorecard row is one of three kinds (:data:`ROW_KINDS`), and each kind has its own words:
 
-reproduced
-    the interval excludes 0 on the author's side, contains the cited change, and is
-    informative: its half-width is no larger than :data:`MARGIN` times the cited change's
-    magnitude. A cited "no change" (0) is reproduced only by a deterministic 0.
-direction confirmed
-    the interval excludes 0 on the author's side, but misses the cited change or is too wide to
-    pin it.
-inconclusive here
-    the interval contains 0 (too wide to tell the cited change from none), or this environment
-    cannot produce the condition the author measured (the reason says which).
-contradicted
-    the interval excludes 0 on the other side, or excludes 0 where the author saw no change.
-absolute value not comparable
-    the cited number is an absolute value of the author's machine (items/s, ns, TSC ticks,
-    bytes of another tree); the reason says why, and how the change it belongs to fared.
-not yet measured
-    no committed run measures it.
+*claim* (:func:`judge_change`)
+    the author's cited number, or the change a cited pair implies, judged only by our
+    measurement of the *same quantity in the same unit* (TSC ticks for TSC ticks, bytes for
+    bytes): ``judge_change`` refuses a measurement in another unit.
 
-A *mechanism row* (an instruction count, a lock-statistics count) stands for a cited change of
-another quantity: it has a direction to confirm, not a size, so :func:`judge_direction` gives it
-one of "direction confirmed", "contradicted" or "inconclusive here" by the same interval test.
+    reproduced
+        our interval lies beyond the margin on the author's side, meets the interval the cited
+        value can mean (its rounding or truncation, :class:`Cited`), and is informative: its
+        half-width is no larger than :data:`INFORMATIVE` times the cited change's magnitude.
+        A cited "no change" is reproduced by an interval inside the margin.
+    direction confirmed
+        our interval lies beyond the margin on the author's side, but misses the cited change
+        or is too wide to pin it.
+    no change at this resolution
+        our whole interval lies inside the metric's practical margin (:data:`MARGINS`), where the
+        author saw a change: the same answer for an exact 0.00 % and a -0.08 %.
+    inconclusive here
+        the interval reaches into the margin or across 0. The reason names the cause: too few
+        boots for the change the design can detect (:meth:`lab.stats.Change.detectable`), a
+        design whose changed path runs too rarely to move the metric (:class:`Bound`), or an
+        environment that cannot produce the author's condition.
+    contradicted
+        our interval lies beyond the margin on the other side, or beyond it where the author saw
+        no change.
+    absolute value not comparable
+        the cited number is an absolute value of the author's machine (items/s, ns, TSC ticks,
+        bytes of another tree); the reason says how the change it belongs to fared.
+
+*mechanism* (:func:`judge_direction`)
+    a counterpart of the author's explanation in another unit (instructions for cycles, lock
+    contentions for throughput): it has a direction to confirm, never a size, so it is
+    "direction confirmed", "no change at this resolution", "inconclusive here" or
+    "contradicted". A mechanism row that tests the book's *own* reading of the patch (``ours``)
+    is never judged against the author: it is "our reading holds" or "our reading fails".
+
+*check* (:func:`check`)
+    true by construction or pass/fail (a call site in an image, where a patched path ran, a
+    clean lockdep boot): "check passed" or "check failed", never counted as support.
+
+Which verdicts count as support for the author is :data:`SUPPORT`; :func:`judge_boots` adds to
+any of the two judged kinds what a reader must know about the boots behind it: how many had
+clock trouble and what the verdict is without them, and whether one boot decides it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from lab import runs, stats
 
+CLAIM, MECHANISM, CHECK = "claim", "mechanism", "check"
+ROW_KINDS = (CLAIM, MECHANISM, CHECK)
+"""What a scorecard row is (module docstring)."""
+
 REPRODUCED = "reproduced"
 DIRECTION = "direction confirmed"
+NO_CHANGE = "no change at this resolution"
 INCONCLUSIVE = "inconclusive here"
 CONTRADICTED = "contradicted"
 NOT_COMPARABLE = "absolute value not comparable"
+HOLDS = "our reading holds"
+FAILS = "our reading fails"
+PASSED = "check passed"
+FAILED = "check failed"
 NOT_YET = "not yet measured"
 UNJUDGED = runs.UNJUDGED
 
-JUDGED = (REPRODUCED, DIRECTION, INCONCLUSIVE, CONTRADICTED, NOT_COMPARABLE)
+JUDGED = (REPRODUCED, DIRECTION, NO_CHANGE, INCONCLUSIVE, CONTRADICTED, NOT_COMPARABLE, HOLDS,
+          FAILS, PASSED, FAILED)
 """The verdicts a judge gives; with :data:`UNJUDGED` and :data:`NOT_YET`, every verdict."""
 
 VERDICTS = (*JUDGED, UNJUDGED, NOT_YET)
 """Every verdict the scorecard can show, in the order the scorecard page defines them."""
 
-MARGIN = 1.0
-"""An interval is informative about a cited change c when its half-width is at most MARGIN * |c|
-percentage points: then it could not contain both c and a change of the other sign."""
+SUPPORT = (REPRODUCED, DIRECTION)
+"""The verdicts that support the author, on a claim or a mechanism row only: a check passes by
+construction and a row of our own reading is not the author's."""
+
+INFORMATIVE = 1.0
+"""An interval is informative about a cited change c when its half-width is at most
+INFORMATIVE * |c|: then it could not contain both c and a change of the other sign."""
 
 
-NUMBER_COLUMNS = ["our_change", "our_low", "our_high", "our_unit", "cited_change",
-                  "expected_sign"]
-"""A judged row's numbers (:meth:`Verdict.columns`), so a figure can draw what the reason says:
-our change and its interval in ``our_unit``, the cited change in the same unit (a judged change),
-or the direction the mechanism should move (a mechanism row). Missing numbers are NaN."""
+@dataclass(frozen=True)
+class Margin:
+    """The practical margin of one kind of metric: a change inside +-``size`` (in ``unit``) is
+    "no change at this resolution", whatever its interval says."""
+
+    name: str
+    size: float
+    unit: str
+    """"%" for a relative change, else the unit of a difference (" points", " bytes", ...)."""
+    why: str
+
+    def text(self) -> str:
+        """The margin as printed: "+-0.5 %"."""
+        suffix = " %" if self.unit == "%" else self.unit
+        return f"±{self.size:,g}{suffix}"
+
+
+MARGINS = {
+    "time": Margin("a time, a rate or a latency measured by a clock", 0.4, "%",
+                   "half the smallest timed change an author cites (-0.9 % items/s, the "
+                   "workqueue v5 table), so that every cited change stays outside it"),
+    "instructions": Margin("instructions counted under icount", 0.5, "%",
+                           "less than one instruction per call on the book's shortest timed "
+                           "path (about 125 instructions per kmalloc()): no code change is "
+                           "smaller"),
+    "count": Margin("a count of events (lock acquisitions, contentions, residences)", 1.0, "%",
+                    "the timers and interrupts of an emulated boot move event counts by "
+                    "about this much without any kernel change"),
+    "per request": Margin("events per request (work items, IPIs, switches, lock "
+                          "acquisitions)", 0.05, " per request", "one event in twenty requests"),
+    "share": Margin("a share of a profile, in percentage points", 0.15, " points",
+                    "half the smallest delta a cited perf diff listing prints (0.35 points)"),
+    "image": Margin("the size of a bzImage", 4096.0, " bytes",
+                    "a bzImage grows in whole pages of 4096 bytes"),
+    "bytes": Margin("the size of a function or a section", 0.0, " bytes",
+                    "a size read from the symbol table is exact to the byte"),
+}
+"""Each metric kind's margin, stated once on the method page."""
+
+
+@dataclass(frozen=True)
+class Cited:
+    """A cited change as the verdict uses it: the value as written (``value``) and the interval
+    of true changes it can mean (``low`` to ``high``), from the rounding or truncation of the
+    values it was printed from (:func:`lab.cited.change_bounds`)."""
+
+    value: float
+    low: float
+    high: float
+    text: str = ""
+    """How the change was written, or how it was derived ("+25.0 % (implied)")."""
+
+    @classmethod
+    def exact(cls, value: float) -> Cited:
+        """A cited change known to the digit (or one we must take as such)."""
+        return cls(value, value, value)
+
+    @property
+    def sign(self) -> int:
+        """The direction of the value as written."""
+        return int(np.sign(self.value))
+
+    def describe(self, suffix: str) -> str:
+        """"+25.0 %", or "+25.0 % (+23.3 to +26.7 % as printed)" when the printing blurs it."""
+        head = number(self.value, suffix)
+        low, high = number(self.low, ""), number(self.high, "")
+        if low == high:
+            return head
+        return f"{head} ({low} to {number(self.high, suffix)} as printed)"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """How far the changed path could move a metric at most, in the change's unit (a
+    magnitude): where the path ran N times per boot against M events that make the metric, the
+    patch can change at most N/M of them. ``why`` says how it was counted."""
+
+    size: float
+    why: str
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A verdict and the one-line reason the scorecard prints beside it, with the numbers it was
-    decided from when :func:`judge_change` or :func:`judge_direction` decided it."""
+    """A verdict, the one-line reason the scorecard prints beside it, and the numbers it was
+    decided from."""
 
     verdict: str
     reason: str
+    kind: str = CLAIM
+    """:data:`ROW_KINDS`."""
+    ours: bool = False
+    """The row tests the book's own reading, not the author's claim."""
     change: stats.Change | None = None
     """Our change with its interval."""
     cited: float | None = None
     """The cited change it was judged against, in the unit of ``change``."""
     expected_sign: int | None = None
-    """The direction a mechanism row was judged for (-1 or +1)."""
+    """The direction a mechanism row was judged for (-1, 0 or +1)."""
+    margin: Margin | None = None
+    bound: Bound | None = None
 
     def columns(self) -> dict[str, Any]:
         """The verdict as scorecard row columns: ``verdict``, ``reason`` and
@@ -81,12 +197,42 @@ class Verdict:
         nan = float("nan")
         change = self.change
         return {"verdict": self.verdict, "reason": self.reason,
+                "row_kind": self.kind, "ours_reading": self.ours,
                 "our_change": change.percent if change else nan,
                 "our_low": change.low if change else nan,
                 "our_high": change.high if change else nan,
                 "our_unit": change.suffix.strip() if change else "",
                 "cited_change": nan if self.cited is None else float(self.cited),
-                "expected_sign": nan if self.expected_sign is None else self.expected_sign}
+                "expected_sign": nan if self.expected_sign is None else self.expected_sign,
+                "detectable": change.detectable() if change else nan,
+                "margin": self.margin.size if self.margin else nan,
+                "bound": self.bound.size if self.bound else nan}
+
+    @property
+    def supports(self) -> bool:
+        """True when this row counts as support for the author (:data:`SUPPORT`)."""
+        return self.kind != CHECK and not self.ours and self.verdict in SUPPORT
+
+
+NUMBER_COLUMNS = ["row_kind", "ours_reading", "our_change", "our_low", "our_high", "our_unit",
+                  "cited_change", "expected_sign", "detectable", "margin", "bound"]
+"""A judged row's kind and numbers (:meth:`Verdict.columns`), so a figure or a tally can draw
+what the reason says: the row's kind and whether it tests our own reading; our change and its
+interval in ``our_unit``; the cited change in the same unit (a claim) or the direction the
+mechanism should move; the smallest change the design detects; the margin and the bound it was
+judged with. Missing numbers are NaN."""
+
+
+class UnitMismatch(ValueError):
+    """A claim judged by a measurement of another quantity: that is a mechanism row."""
+
+
+def number(value: float, suffix: str) -> str:
+    """A signed change as the reasons print it: whole bytes with separators ("+4,096 bytes"),
+    other units to one decimal ("-10.4 %")."""
+    if suffix.strip() == "bytes":
+        return f"{value:+,.0f}{suffix}"
+    return f"{value:+,.1f}{suffix}"
 
 
 def _word(sign: int) -> str:
@@ -94,86 +240,257 @@ def _word(sign: int) -> str:
 
 
 def _ours(change: stats.Change) -> str:
-    if change.low == change.high:
-        return f"our exact change {change.percent:+.3f}{change.suffix}"
-    return f"our {stats.LEVEL} CI {change.interval()}"
+    if change.exact:
+        return f"our exact change {number(change.percent, change.suffix)}"
+    return f"our {stats.LEVEL} CI {change.interval()} ({change.n})"
 
 
-def judge_change(change: stats.Change, cited_percent: float, environment: str, *,
-                 cannot_show: str | None = None) -> Verdict:
-    """Judge our change against the author's cited change (both in percent).
+def _side(change: stats.Change, margin: Margin) -> int:
+    """+1 or -1 when the whole interval lies beyond the margin on that side; 0 otherwise."""
+    if change.low > margin.size:
+        return 1
+    if change.high < -margin.size:
+        return -1
+    return 0
 
-    ``environment`` names what limits the measurement (e.g. "TCG, 8 vCPUs on 2 host cores");
-    ``cannot_show`` says why this environment lacks the condition the author measured (e.g. no
-    IBPB in the guest), which makes the verdict "inconclusive here" whatever the interval says.
-    The verdict carries both changes, so the row that holds it can draw them.
+
+def _inside(change: stats.Change, margin: Margin) -> bool:
+    return -margin.size <= change.low and change.high <= margin.size
+
+
+def _detectable(change: stats.Change) -> str:
+    if change.exact:
+        return "it is exact"
+    return (f"the smallest change these boots detect ({stats.POWER * 100:.0f} % power) is "
+            f"±{change.detectable():,.1f}{change.suffix}")
+
+
+def _check_margin(change: stats.Change, margin: Margin) -> None:
+    if (margin.unit == "%") != (change.unit == "%") or (
+            margin.unit != "%" and margin.unit.strip() != change.unit.strip()):
+        raise ValueError(f"the margin of {margin.name} is in {margin.unit.strip()!r}, the change "
+                         f"in {change.unit.strip()!r}. Fix: pick the margin of the change's "
+                         "metric kind from lab.verdicts.MARGINS")
+
+
+def _bounded(verdict: Verdict, change: stats.Change, bound: Bound | None) -> Verdict:
+    """A verdict whose bound did not decide it still says the bound, so the reader can weigh
+    the size of our change against what the changed path could do."""
+    if bound is None or verdict.reason.find("this design cannot move") >= 0:
+        return verdict
+    return replace(verdict, reason=f"{verdict.reason}; the changed path could move this metric "
+                                   f"by at most {bound.size:,.1f}{change.suffix} ({bound.why})")
+
+
+def _unmoved(change: stats.Change, bound: Bound | None) -> str | None:
+    """Why the design cannot move the metric, when a bound says so: the most the changed path
+    could move it is smaller than the smallest change these boots detect."""
+    if bound is None or bound.size >= change.detectable():
+        return None
+    return (f"the changed path could move this metric by at most {bound.size:,.1f}"
+            f"{change.suffix} ({bound.why}), less than the smallest change these boots detect "
+            f"(±{change.detectable():,.1f}{change.suffix}): this design cannot move the metric")
+
+
+def judge_change(change: stats.Change, cited: Cited | float, environment: str, *,
+                 units: tuple[str, str], margin: Margin, cannot_show: str | None = None,
+                 bound: Bound | None = None) -> Verdict:
+    """Judge our change against the author's cited change (a claim row).
+
+    ``units`` is (the unit of our measurement, the cited unit): they must be the same
+    quantity, or :class:`UnitMismatch` says to judge it as a mechanism row. ``environment``
+    names what limits the measurement (e.g. "TCG, 8 vCPUs on 2 host cores"); ``cannot_show``
+    says why this environment lacks the condition the author measured, which makes the verdict
+    "inconclusive here" whatever the interval says; ``bound`` how far the changed path could
+    move the metric at all.
     """
-    decided = _judge_change(change, cited_percent, environment, cannot_show)
-    return replace(decided, change=change, cited=cited_percent)
+    ours_unit, cited_unit = (u.strip() for u in units)
+    if ours_unit != cited_unit:
+        raise UnitMismatch(
+            f"a cited {cited_unit!r} judged by our {ours_unit!r}: a claim is judged only by the "
+            "same quantity in the same unit. Fix: judge it with judge_direction as a mechanism "
+            "row")
+    _check_margin(change, margin)
+    if not isinstance(cited, Cited):
+        cited = Cited.exact(float(cited))
+    decided = _bounded(_judge_change(change, cited, environment, margin, cannot_show, bound),
+                       change, bound)
+    return replace(decided, kind=CLAIM, change=change, cited=cited.value, margin=margin,
+                   bound=bound)
 
 
-def _judge_change(change: stats.Change, cited_percent: float, environment: str,
-                  cannot_show: str | None) -> Verdict:
-    cited_sign = int(np.sign(cited_percent))
-    cited = f"{cited_percent:+.1f}{change.suffix}"
+def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: Margin,
+                  cannot_show: str | None, bound: Bound | None) -> Verdict:
+    suffix = change.suffix
+    said = cited.describe(suffix)
     ours = _ours(change)
     if cannot_show:
         return Verdict(INCONCLUSIVE, f"{ours}, but this environment cannot show the cited "
-                                     f"{cited}: {cannot_show}")
-    inside = change.low <= cited_percent <= change.high
-    informative = change.half_width <= MARGIN * abs(cited_percent)
-    if inside and informative and change.sign == cited_sign:
-        return Verdict(REPRODUCED, (
-            f"{ours} excludes 0 on the author's side and contains the cited {cited}"
-            if cited_sign else f"{ours} is exactly the cited {cited}"))
-    if change.sign == 0 and cited_sign == 0:
+                                     f"{said}: {cannot_show}")
+    if unmoved := _unmoved(change, bound):
+        return Verdict(INCONCLUSIVE, f"{ours}; {unmoved}")
+    cited_none = -margin.size <= cited.low and cited.high <= margin.size
+    meets = change.low <= cited.high and cited.low <= change.high
+    side = _side(change, margin)
+    if _inside(change, margin):
+        if cited_none:
+            return Verdict(REPRODUCED, f"{ours} lies inside the margin of {margin.name} "
+                                       f"({margin.text()}), as the cited {said} does")
+        return Verdict(NO_CHANGE, f"{ours} lies inside the margin of {margin.name} "
+                                  f"({margin.text()}), where the author saw {said}: no change at "
+                                  "this resolution")
+    if cited_none:
+        if side:
+            return Verdict(CONTRADICTED, f"{ours} is {_word(side)} beyond the margin "
+                                         f"({margin.text()}), where the cited {said} is none "
+                                         f"({environment})")
+        return Verdict(INCONCLUSIVE, f"{ours} is too wide to show the cited {said} within the "
+                                     f"margin ({margin.text()}): {_detectable(change)}")
+    if side == cited.sign:
+        informative = change.half_width <= INFORMATIVE * abs(cited.value)
+        if meets and informative:
+            return Verdict(REPRODUCED, f"{ours} lies beyond the margin on the author's side and "
+                                       f"meets the cited {said}")
+        if meets:
+            return Verdict(DIRECTION, (
+                f"{ours} lies beyond the margin on the author's side and meets the cited {said}, "
+                f"but its half-width ({change.half_width:,.1f}{suffix}) exceeds the cited "
+                "change's magnitude, so it does not pin the size"))
+        where = "above" if change.low > cited.high else "below"
+        return Verdict(DIRECTION, f"{ours} lies beyond the margin on the author's side but "
+                                  f"{where} the cited {said} ({environment})")
+    if side:
+        return Verdict(CONTRADICTED, f"{ours} is {_word(side)} beyond the margin "
+                                     f"({margin.text()}); the cited {said} is "
+                                     f"{_word(cited.sign)} ({environment})")
+    # The interval reaches into the margin or across 0: say which, and why.
+    detect = _detectable(change)
+    if change.sign == -cited.sign:
+        return Verdict(INCONCLUSIVE, f"{ours} is {_word(change.sign)}, but it reaches into the "
+                                     f"margin ({margin.text()}); the cited {said} is "
+                                     f"{_word(cited.sign)}")
+    if not meets:
         return Verdict(INCONCLUSIVE, (
-            f"{ours} contains 0 and the cited {cited}, but only an exact 0 reproduces a cited "
-            f"no change: the spread between boots ({environment}) leaves a small change open"))
-    if change.sign == 0:
-        return Verdict(INCONCLUSIVE, (
-            f"{ours} contains 0{' and the cited ' + cited if inside else ''}: the spread "
-            f"between boots ({environment}) is too wide to tell {cited} from no change"))
-    if change.sign != cited_sign:
-        return Verdict(CONTRADICTED, (
-            f"{ours} is {_word(change.sign)}, the cited {cited} is {_word(cited_sign)} "
-            f"({environment})"))
-    if inside:
-        return Verdict(DIRECTION, (
-            f"{ours} excludes 0 on the author's side and contains the cited {cited}, but its "
-            f"half-width ({change.half_width:.1f} points) exceeds the cited change's magnitude, "
-            "so it does not pin the size"))
-    side = "above" if change.low > cited_percent else "below"
-    return Verdict(DIRECTION, (
-        f"{ours} excludes 0 on the author's side but lies {side} the cited {cited} "
-        f"({environment})"))
+            f"{ours} reaches into the margin ({margin.text()}) and excludes the cited {said}: "
+            "any change here is smaller than the author's"))
+    if change.detectable() > abs(cited.value):
+        return Verdict(INCONCLUSIVE, f"{ours} reaches into the margin ({margin.text()}) and "
+                                     f"contains the cited {said}: too few boots, {detect} "
+                                     f"({environment})")
+    return Verdict(INCONCLUSIVE, f"{ours} reaches into the margin ({margin.text()}) and "
+                                 f"contains the cited {said}; {detect}")
 
 
-def judge_direction(change: stats.Change, expected_sign: int, claim: str,
-                    environment: str) -> Verdict:
-    """Judge a mechanism row: does our interval confirm the direction ``claim`` predicts?
+def judge_direction(change: stats.Change, expected_sign: int, claim: str, environment: str, *,
+                    margin: Margin, ours: bool = False, bound: Bound | None = None,
+                    cannot_show: str | None = None) -> Verdict:
+    """Judge a mechanism row: does our interval move the way ``claim`` predicts?
 
-    ``expected_sign`` is -1 or +1 (the direction the mechanism should move if the author's
-    explanation holds); ``claim`` says what it stands for, e.g. "fewer contentions of
-    pool->lock, behind the cited +8.9 % throughput". The verdict carries our change and
-    ``expected_sign``.
+    ``expected_sign`` is -1 or +1, or 0 for a reading that predicts no change beyond the margin;
+    ``claim`` says what it stands for, e.g. "fewer contentions of pool->lock, behind the cited
+    +8.9 % throughput". With ``ours`` the row tests the book's own reading, and its verdict
+    says whether that reading holds, never whether the author is confirmed. ``cannot_show``
+    makes it "inconclusive here", as for a claim.
     """
-    decided = _judge_direction(change, expected_sign, claim, environment)
-    return replace(decided, change=change, expected_sign=expected_sign)
+    _check_margin(change, margin)
+    if cannot_show:
+        decided = Verdict(INCONCLUSIVE, f"{_ours(change)}, but this environment cannot show "
+                                        f"{claim}: {cannot_show}")
+    else:
+        decided = _bounded(_judge_direction(change, expected_sign, claim, environment, margin,
+                                            ours, bound), change, bound)
+    return replace(decided, kind=MECHANISM, ours=ours, change=change,
+                   expected_sign=expected_sign, margin=margin, bound=bound)
 
 
-def _judge_direction(change: stats.Change, expected_sign: int, claim: str,
-                     environment: str) -> Verdict:
-    ours = _ours(change)
-    if change.sign == 0:
-        return Verdict(INCONCLUSIVE, f"{ours} contains 0 ({environment}): it cannot confirm "
-                                     f"{claim}")
-    if change.sign != expected_sign:
-        return Verdict(CONTRADICTED, f"{ours} is {_word(change.sign)}, against {claim}")
-    return Verdict(DIRECTION, f"{ours} is {_word(change.sign)}: it confirms {claim}; the size "
-                              "is of another quantity than the cited one")
+def _judge_direction(change: stats.Change, expected_sign: int, claim: str, environment: str,
+                     margin: Margin, ours: bool, bound: Bound | None) -> Verdict:
+    text = _ours(change)
+    yes, no = (HOLDS, FAILS) if ours else (DIRECTION, CONTRADICTED)
+    side = _side(change, margin)
+    if unmoved := _unmoved(change, bound):
+        return Verdict(INCONCLUSIVE, f"{text}; {unmoved}")
+    if _inside(change, margin):
+        if expected_sign == 0:
+            return Verdict(yes, f"{text} lies inside the margin of {margin.name} "
+                                f"({margin.text()}), as predicted: {claim}")
+        return Verdict(NO_CHANGE, f"{text} lies inside the margin of {margin.name} "
+                                  f"({margin.text()}), where {_word(expected_sign)} was "
+                                  f"predicted: {claim}")
+    if side and side == expected_sign:
+        return Verdict(yes, f"{text} is {_word(side)} beyond the margin ({margin.text()}), as "
+                            f"predicted: {claim}")
+    if side:
+        return Verdict(no, f"{text} is {_word(side)} beyond the margin ({margin.text()}), "
+                           f"where {_word(expected_sign)} was predicted: {claim}")
+    return Verdict(INCONCLUSIVE, f"{text} reaches into the margin ({margin.text()}; "
+                                 f"{environment}), so it cannot show {_word(expected_sign)} as "
+                                 f"predicted ({claim}); {_detectable(change)}")
+
+
+def check(passed: bool, what: str) -> Verdict:
+    """A check: pass/fail or true by construction, never support. ``what`` says what was
+    checked and what was found."""
+    return Verdict(PASSED if passed else FAILED, what, kind=CHECK)
 
 
 def not_comparable(why: str) -> Verdict:
     """An absolute value of the author's machine: never compared, ``why`` says how it stands."""
     return Verdict(NOT_COMPARABLE, why)
+
+
+Judge = Callable[[stats.Change], Verdict]
+"""A judgement of one change, e.g. ``lambda c: judge_change(c, cited, env, units=..., ...)``."""
+
+
+def judge_boots(baseline: pd.Series, patched: pd.Series, judge: Judge, *,
+                measure: Callable[[pd.Series, pd.Series], stats.Change] = stats.percent_change,
+                flagged: tuple[dict, dict] = ({}, {}), unit: str = "boot") -> Verdict:
+    """Judge per-boot values, and say what the verdict rests on.
+
+    ``baseline`` and ``patched`` hold one value per boot (indexed by repetition); ``measure``
+    turns them into a change (:func:`lab.stats.percent_change` or ``point_change``), ``judge``
+    into a verdict. ``flagged`` maps, per kernel, a repetition to the clock trouble of that boot
+    (:func:`lab.runs.clock_health`): when any boot is flagged, the reason adds how many and the
+    verdict without them. When dropping a single boot (``unit`` names what one value is, e.g.
+    "request round") would change the verdict, the reason says which and what it would be, so
+    a headline that one value carries is shown with and without it.
+    """
+    verdict = judge(measure(baseline, patched))
+    notes = []
+    bad = [(side, rep) for side, values, marks in (("baseline", baseline, flagged[0]),
+                                                   ("patched", patched, flagged[1]))
+           for rep in values.index if marks.get(rep)]
+    if bad:
+        words = sorted({flagged[0 if s == "baseline" else 1][r] for s, r in bad})
+        kept = (baseline.drop([r for s, r in bad if s == "baseline"]),
+                patched.drop([r for s, r in bad if s == "patched"]))
+        total = len(baseline) + len(patched)
+        try:
+            without = judge(measure(*kept))
+        except ValueError:  # includes NotEnoughRepetitions
+            after = "too few boots are left to judge without them"
+        else:
+            after = (f"without them {without.verdict}" + (
+                f" ({without.change.interval()}, {without.change.n})" if without.change
+                else ""))
+        notes.append(f"{len(bad)} of {total} boots had clock trouble ({'; '.join(words)}); "
+                     f"{after}")
+    for side, values in (("baseline", baseline), ("patched", patched)):
+        if len(values) < 3:
+            continue
+        for rep in values.index:
+            kept = ((baseline.drop(rep), patched) if side == "baseline"
+                    else (baseline, patched.drop(rep)))
+            other = judge(measure(*kept))
+            if other.verdict != verdict.verdict:
+                notes.append(f"it rests on one {unit}: without {side} {unit} {rep} it is "
+                             f"{other.verdict}"
+                             + (f" ({other.change.interval()})" if other.change else ""))
+                break
+        else:
+            continue
+        break
+    if not notes:
+        return verdict
+    return replace(verdict, reason=f"{verdict.reason}; " + "; ".join(notes))

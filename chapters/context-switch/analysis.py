@@ -19,6 +19,7 @@ from lab import scorecard, stats, verdicts
 from lab.runs import (
     UNJUDGED,
     Run,
+    clock_flags,
     describe,
     environment_limits,
     environment_summary,
@@ -225,13 +226,24 @@ def _describe_cell(row: pd.Series | None, probe: pd.DataFrame, clock: str) -> st
 
 
 def cited_change(cited: pd.DataFrame, compiler: str, spectre: str,
-                 kind: str = "rdtsc") -> float:
-    """The change in percent that a cited before/after pair implies (range midpoints);
-    ``spectre`` is "default" or "on", ``kind`` "rdtsc" (cover letter) or "rdtsc-p4"."""
+                 kind: str = "rdtsc") -> verdicts.Cited:
+    """The change in percent that a cited before/after pair implies (range midpoints), with
+    the interval its printed values allow; ``spectre`` is "default" or "on", ``kind`` "rdtsc"
+    (cover letter) or "rdtsc-p4"."""
     pick = cited[cited["id"].str.fullmatch(
         rf"context-switch-{kind}-{compiler}-spectre-{spectre}-(baseline|patched)")]
-    mids = dict(zip(pick["variant"], pick["mid"].astype(float), strict=True))
-    return 100 * (mids["patched"] / mids["baseline"] - 1)
+    return scorecard.cited_change(pick)
+
+
+def _bytes_cited(entries: pd.DataFrame) -> verdicts.Cited:
+    """The size change a cited pair of byte counts implies, in bytes (each printed exactly to
+    the byte, so known to a byte either side)."""
+    ends = {r: entries[entries["variant"] == r].iloc[0] for r in scorecard.ROLES}
+    base, patched = ends["baseline"], ends["patched"]
+    value = float(patched["mid"]) - float(base["mid"])
+    return verdicts.Cited(value, float(patched["true_low"]) - float(base["true_high"]),
+                          float(patched["true_high"]) - float(base["true_low"]),
+                          f"{value:+,.0f} bytes (implied)")
 
 
 NO_IBPB = ("spectre_v2_user=on left IBPB off in the guest (the emulated CPU does not offer it), "
@@ -247,39 +259,44 @@ def tsc_ticks(machine: str) -> str:
 ICOUNT = "icount: instructions, not TSC ticks of a real CPU"
 """What limits the mechanism rows: they count instructions, the author's TSC measured time."""
 
+TICKS = "TSC ticks"
+"""The unit of the postings' probe readings and of ours under TCG's wall clock."""
+
 
 def _boots(probe: pd.DataFrame, row: pd.Series | None) -> pd.Series:
+    """The probe's per-boot averages of one cell's variant, indexed by repetition."""
     if row is None:
         return pd.Series(dtype=float)
-    return probe[probe["variant"] == row["variant"]]["avg"]
+    return probe[probe["variant"] == row["variant"]].set_index("rep")["avg"]
 
 
-def _cell_change(cell: pd.DataFrame, probe: pd.DataFrame, compiler: str, spectre: bool,
-                 icount: bool) -> tuple[stats.Change | None, list[str], str]:
-    """Our change of one cell from the v2 base to 7.2.13 + 3/3 under one clock, the variants
-    it comes from, and why there is none (empty when there is one)."""
+def _cell_verdict(cell: pd.DataFrame, probe: pd.DataFrame, compiler: str, spectre: bool,
+                  icount: bool, latest: dict[str, Run],
+                  judge: verdicts.Judge) -> tuple[Verdict, list[str]]:
+    """The verdict on one cell from the v2 base to 7.2.13 + 3/3 under one clock (``judge``
+    decides it from the change, :func:`lab.verdicts.judge_boots` adds the boots' clock health),
+    and the variants it comes from; "measured, not yet judged" with the reason when there is
+    no change to judge."""
     ends = [_cell(cell, compiler, spectre, icount, CITED_TREE[r]) for r in scorecard.ROLES]
     used = [r["variant"] for r in ends if r is not None]
     if any(r is None for r in ends):
-        return None, used, "no run of both kernels of this cell yet"
+        return Verdict(UNJUDGED, "no run of both kernels of this cell yet"), used
     try:
-        return stats.percent_change(*(_boots(probe, r) for r in ends)), used, ""
+        return verdicts.judge_boots(
+            *(_boots(probe, r) for r in ends), judge,
+            flagged=tuple(clock_flags(latest[r["variant"]], r["variant"]) for r in ends),
+        ), used
     except ValueError as exc:  # includes NotEnoughRepetitions
-        return None, used, str(exc).split(". Fix:")[0]
+        return Verdict(UNJUDGED, str(exc).split(". Fix:")[0]), used
 
 
-def _cannot_show(cell: pd.DataFrame, compiler: str, spectre: bool, icount: bool) -> str | None:
-    ends = [_cell(cell, compiler, spectre, icount, CITED_TREE[r]) for r in scorecard.ROLES]
+def _cannot_show(cell: pd.DataFrame, compiler: str, spectre: bool) -> str | None:
+    """:data:`NO_IBPB` for a ``spectre_v2_user=on`` cell whose guest had no IBPB, under
+    either clock (the same guest CPU model)."""
+    ends = [_cell(cell, compiler, spectre, icount, CITED_TREE[r])
+            for r in scorecard.ROLES for icount in (False, True)]
     ibpb = max((r["ibpb"] for r in ends if r is not None), default=float("nan"))
     return NO_IBPB if spectre and not ibpb >= 2 else None
-
-
-def _bzimage_change(compiler: str, sizes_by_role: dict[str, int]) -> tuple[stats.Change | None,
-                                                                           str]:
-    """The exact change of the size builds' bzImage from the v2 base to 7.2.13 + 3/3."""
-    if not set(scorecard.ROLES) <= set(sizes_by_role):
-        return None, f"no {compiler} size build of both kernels yet"
-    return stats.exact_change(sizes_by_role["baseline"], sizes_by_role["patched"]), ""
 
 
 def _row(entry_id: str, ours: str, verdict: Verdict, used: list[str],
@@ -318,34 +335,39 @@ FUNCTIONS = (
 the patch predicts, what is counted, what a change in that direction confirms)."""
 
 
-def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited_percent: float,
+def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: verdicts.Cited,
                 cell: pd.DataFrame, probe: pd.DataFrame, latest: dict[str, Run],
                 where: dict[str, str], *, change_id: str, change_where: dict[str, str],
                 icount_id: str | None, hidden: bool, implied: bool,
                 machine: str) -> list[dict[str, str]]:
     """The rows of one cited probe pair: its before and after readings (not comparable), its
-    change under TCG's wall clock (row ``change_id``: the cited change entry, or a derived row
-    placed by ``change_where``) and, with ``icount_id``, the instructions on the timed path.
-    ``hidden`` marks a cited 0 % that no clock here can test (:data:`HIDDEN`); ``implied``, a
-    change that the cited pair implies rather than one the author wrote; ``machine``, whose
-    ticks the cited readings are."""
-    cited_text = f"{cited_percent:+.1f} %"
-    tsc, tsc_used, tsc_why = _cell_change(cell, probe, compiler, spectre, False)
-    icount, icount_used, icount_why = _cell_change(cell, probe, compiler, spectre, True)
+    change under TCG's wall clock (a claim, row ``change_id``: the cited change entry, or a
+    derived row placed by ``change_where``) and, with ``icount_id``, the instructions on the
+    timed path (a mechanism row: instructions are not TSC ticks). ``hidden`` marks a cited 0 %
+    that no clock here can test (:data:`HIDDEN`); ``implied``, a change that the cited pair
+    implies rather than one the author wrote; ``machine``, whose ticks the cited readings are."""
+    cited_text = cited.describe(" %")
+    first = _cell(cell, compiler, spectre, False, CITED_TREE["patched"])
+    some = first if first is not None else _cell(cell, compiler, spectre, True,
+                                                 CITED_TREE["patched"])
+    if some is None:
+        return []
+    environment = environment_limits(latest[some["variant"]].manifest, some["variant"])
+    ibpb = _cannot_show(cell, compiler, spectre)
+    tsc_verdict, tsc_used = _cell_verdict(
+        cell, probe, compiler, spectre, False, latest,
+        lambda c: verdicts.judge_change(
+            c, cited, f"{environment}; TCG's TSC is emulated time", units=(TICKS, TICKS),
+            margin=verdicts.MARGINS["time"], cannot_show=ibpb or (HIDDEN if hidden else None)))
+    sign = -1 if cited.value <= 0 else 1  # a cited 0 (the Ryzen) still removes the call
+    icount_verdict, icount_used = _cell_verdict(
+        cell, probe, compiler, spectre, True, latest,
+        lambda c: verdicts.judge_direction(
+            c, sign, f"a {'shorter' if sign < 0 else 'longer'} timed path (the call the "
+                     f"patch removes), behind the cited {cited_text}", ICOUNT,
+            margin=verdicts.MARGINS["instructions"], cannot_show=ibpb))
     if not tsc_used and not icount_used:
         return []
-    environment = environment_limits(latest[(tsc_used or icount_used)[0]].manifest)
-
-    def verdict(change: stats.Change | None, icount_clock: bool, why: str) -> Verdict:
-        if change is None:
-            return Verdict(UNJUDGED, why)
-        cannot = _cannot_show(cell, compiler, spectre, icount_clock) or (HIDDEN if hidden
-                                                                          else None)
-        limits = ICOUNT if icount_clock else f"{environment}; TCG's TSC is emulated time"
-        return verdicts.judge_change(change, cited_percent, limits, cannot_show=cannot)
-
-    tsc_verdict = verdict(tsc, False, tsc_why)
-    icount_verdict = verdict(icount, True, icount_why)
     rows = []
     for entry in entries[entries["variant"].isin(scorecard.ROLES)].itertuples():
         tree = CITED_TREE[entry.variant]
@@ -355,17 +377,19 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited_perce
         if not used:
             continue
         ours = "; ".join(_describe_cell(r, probe, label) for r, label in measured)
-        judged = (f"{tsc_verdict.verdict} under the wall clock, {icount_verdict.verdict} "
-                  "in instructions under icount")
+        judged = (f"{tsc_verdict.verdict} under the wall clock; the instructions under icount "
+                  f"(a mechanism row): {icount_verdict.verdict}")
         which = "the change the cited pair implies" if implied else "the cited change"
         rows.append(_row(entry.id, ours, verdicts.not_comparable(
             f"{tsc_ticks(machine)}; {which} ({cited_text}, its own rows) is judged instead: "
             f"{judged}"), used, latest))
     if tsc_used:
-        rows.append(_row(change_id, tsc.describe() if tsc else "—", tsc_verdict, tsc_used,
-                         latest, **change_where))
+        change = tsc_verdict.change
+        rows.append(_row(change_id, change.describe() if change else "—", tsc_verdict,
+                         tsc_used, latest, **change_where))
     if icount_used and icount_id:
-        rows.append(_row(icount_id, f"instructions {icount.describe()}" if icount else "—",
+        change = icount_verdict.change
+        rows.append(_row(icount_id, f"instructions {change.describe()}" if change else "—",
                          icount_verdict, icount_used, latest,
                          column="mechanism: instructions on the timed path (icount)",
                          cited=cited_text, **where))
@@ -389,8 +413,8 @@ def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
     if not ends:
         return []
     used = [e["build"] for e in ends.values()]
-    mids = dict(zip(entries["variant"], entries["mid"].astype(float), strict=True))
-    cited_delta = f"{int(mids['patched'] - mids['baseline']):+,} bytes"
+    claimed = _bytes_cited(entries)
+    cited_delta = f"{claimed.value:+,.0f} bytes"
     column = "bzImage" if kind == "bzimage" else "text_bytes"
     what = ("a bzImage grows in whole pages" if kind == "bzimage"
             else "our .text is _stext to _etext of the vmlinux")
@@ -400,14 +424,14 @@ def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
     if set(scorecard.ROLES) <= set(values):
         # judged in bytes, the unit of the cited delta column (a percent of an image rounds
         # a page to "+0.0 %")
-        delta = int(values["patched"] - values["baseline"])
-        change = stats.Change(percent=delta, low=delta, high=delta, n_baseline=1, n_patched=1,
-                              unit=" bytes")
-        verdict = verdicts.judge_change(change, mids["patched"] - mids["baseline"], setting)
+        change = stats.exact_change(values["baseline"], values["patched"], unit=" bytes")
+        verdict = verdicts.judge_change(
+            change, claimed, setting, units=("bytes", "bytes"),
+            margin=verdicts.MARGINS["image" if kind == "bzimage" else "bytes"])
         percent = stats.exact_change(values["baseline"], values["patched"]).percent
         for entry in entries.itertuples():
             if entry.variant == "change":
-                rows.append(_row(entry.id, f"{delta:+,} bytes ({percent:+.3f} %)",
+                rows.append(_row(entry.id, f"{change.percent:+,.0f} bytes ({percent:+.3f} %)",
                                  verdict, used, latest))
             else:
                 rows.append(_row(entry.id, f"{int(values[entry.variant]):,} bytes",
@@ -422,13 +446,15 @@ def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
         before, after = (ends[r][field] for r in scorecard.ROLES)
         if pd.isna(before) or pd.isna(after) or before <= 0:  # not recorded, or nothing to grow
             continue
-        change = stats.exact_change(before, after)
+        change = stats.exact_change(before, after, unit=" bytes")
         verdict = verdicts.judge_direction(
-            change, sign, f"{claim}, behind the cited {cited_delta} of .text", setting)
+            change, sign, f"{claim}, behind the cited {cited_delta} of .text", setting,
+            margin=verdicts.MARGINS["bytes"])
         base = entries[entries["variant"] == "baseline"]["id"].iloc[0]
         rows.append(_row(base.removesuffix("-baseline") + f"-{suffix}",
                          f"{counted}: {int(before):,} → {int(after):,} "
-                         f"({change.percent:+.1f} %)", verdict, used, latest,
+                         f"({stats.exact_change(before, after).percent:+.1f} %)", verdict,
+                         used, latest,
                          column=f"mechanism: {counted} (vmlinux symbol table)",
                          cited=cited_delta, **where))
     return rows
@@ -460,11 +486,11 @@ def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
         if m := _RDTSC.fullmatch(base.id):
             compiler, spectre = m[1], m[2] == "on"
             kind = "rdtsc-p4" if "-p4-" in base.id else "rdtsc"
-            cited_percent = cited_change(part, compiler, m[2], kind)
+            claimed = cited_change(part, compiler, m[2], kind)
             rows += _probe_rows(
-                entries, compiler, spectre, cited_percent, cell, probe, latest, where,
+                entries, compiler, spectre, claimed, cell, probe, latest, where,
                 change_id=scorecard.derived_id(base.id),
-                change_where={**where, "cited": f"{cited_percent:+.1f} % (implied)",
+                change_where={**where, "cited": f"{claimed.value:+.1f} % (implied)",
                               "column": scorecard.DERIVED_COLUMN
                               + ", wall-clock TSC of TCG"},
                 icount_id=base.id.removesuffix("-baseline") + "-icount"
@@ -472,11 +498,12 @@ def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
                 machine=V2_MACHINE)
         elif m := _V5_PROBE.fullmatch(base.id):
             change = entries[entries["variant"] == "change"].iloc[0]
+            claimed = scorecard.cited_change(entries)
             rows += _probe_rows(
-                entries, m[2], m[3] == "on", float(change["mid"]), cell, probe, latest, where,
+                entries, m[2], m[3] == "on", claimed, cell, probe, latest, where,
                 change_id=change["id"], change_where={},
                 icount_id=base.id.removesuffix("-baseline") + "-icount",
-                hidden=float(change["mid"]) == 0, implied=False, machine=V5_MACHINE[m[1]])
+                hidden=claimed.value == 0, implied=False, machine=V5_MACHINE[m[1]])
         elif m := _V5_SIZE.fullmatch(base.id):
             rows += _size_rows(entries, m[1], m[2], V5_CONFIG[m[3]], evidence, latest, where)
         elif m := _BZIMAGE.fullmatch(base.id):
@@ -486,14 +513,14 @@ def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
             by_role = {r: by_tree[t] for r, t in CITED_TREE.items() if t in by_tree}
             if not by_role:
                 continue
-            mids = dict(zip(entries["variant"], entries["mid"].astype(float), strict=True))
-            cited_delta = int(mids["patched"] - mids["baseline"])
-            cited_percent = 100 * (mids["patched"] / mids["baseline"] - 1)
-            change, why = _bzimage_change(compiler, by_role)
-            delta = by_role["patched"] - by_role["baseline"] if change else 0
+            claimed = _bytes_cited(entries)
+            change = (stats.exact_change(by_role["baseline"], by_role["patched"], unit=" bytes")
+                      if set(scorecard.ROLES) <= set(by_role) else None)
             verdict = (verdicts.judge_change(
-                change, cited_percent, "size configuration; a bzImage grows in whole pages")
-                if change else Verdict(UNJUDGED, why))
+                change, claimed, "size configuration; a bzImage grows in whole pages",
+                units=("bytes", "bytes"), margin=verdicts.MARGINS["image"])
+                if change else Verdict(UNJUDGED, f"no {compiler} size build of both kernels "
+                                                 "yet"))
             for entry in entries.itertuples():
                 if entry.variant not in by_role:
                     continue
@@ -505,10 +532,10 @@ def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
                                      f"row: {verdict.verdict}"),
                                  list(size[size["tree"] == tree]["build"]), latest))
             if change:
+                percent = stats.exact_change(by_role["baseline"], by_role["patched"]).percent
                 rows.append(_row(scorecard.derived_id(base.id),
-                                 f"{delta:+,} bytes ({change.percent:+.3f} %)", verdict,
+                                 f"{change.percent:+,.0f} bytes ({percent:+.3f} %)", verdict,
                                  list(size["build"]), latest,
-                                 column=scorecard.DERIVED_COLUMN,
-                                 cited=f"{cited_delta:+,} bytes (implied)",
+                                 column=scorecard.DERIVED_COLUMN, cited=claimed.text,
                                  **where))
     return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)

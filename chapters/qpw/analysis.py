@@ -77,6 +77,8 @@ def cells(cited: pd.DataFrame) -> list[Cell]:
     return found
 
 
+TRIGGER = "trigger_ns"
+"""A drain request's latency as the victim program reports it, per round ``r<N>.``."""
 ISOLATED = {"unpatched": "iso-unpatched", "pwlocks=0": "iso-pw-0", "pwlocks=1": "iso-pw-1"}
 """Isolation kernels: label -> variant (all PREEMPT_DYNAMIC, CPU 1 isolated)."""
 PER_TRIGGER = {
@@ -162,19 +164,23 @@ def cell_change(chosen: Chosen, cell: Cell, every: list[Cell], *, icount: bool =
 
 def isolation_per_trigger(chosen: Chosen) -> pd.DataFrame:
     """One row per isolation boot: the kernel, and each :data:`PER_TRIGGER` count divided by
-    the boot's drain requests, with the requests' median and maximum latency in ms."""
+    the boot's drain requests, with the requests' median and maximum latency in ms, and the
+    maximum latency and loop gap without the first request (``*_later_ms``), which waits for
+    the fair server in the kernels that queue work on the isolated CPU."""
     rows = []
     for label, variant in ISOLATED.items():
         for rep, boot in workload_rows(chosen, variant, ISOLATION).groupby("rep"):
             m = boot.set_index("metric")["value"]
             rounds = m["rounds"]
             latency = m[[k for k in m.index if k.endswith(".trigger_ns")]] / 1e6
+            gaps = m[[k for k in m.index if k.endswith(".max_gap_ns")]] / 1e6
             rows.append({"kernel": label, "rep": rep, "rounds": rounds,
                          **{k: m[k] / rounds for k in PER_TRIGGER},
                          "latency_median_ms": latency.median(),
                          "latency_max_ms": latency.max(),
-                         "max_gap_ms": m[[k for k in m.index if k.endswith(".max_gap_ns")]].max()
-                         / 1e6})
+                         "latency_max_later_ms": latency.drop(f"r0.{TRIGGER}").max(),
+                         "max_gap_ms": gaps.max(),
+                         "max_gap_later_ms": gaps.drop("r0.max_gap_ns").max()})
     return pd.DataFrame(rows)
 
 
@@ -243,6 +249,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
         run = chosen[cell.variant]
         ticks = values(chosen, cell.variant, KMALLOC, METRIC)
         ours = f"{runs.describe(ticks)} TSC ticks under TCG (emulated time)"
+        ref = reference(cell, every)
         if cell.icount in chosen:
             count = values(chosen, cell.icount, KMALLOC, METRIC)
             ours += f"; {count.mean():,.1f} instructions under icount"
@@ -253,35 +260,39 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
                              "emulated time here; each patched cell's change against its "
                              "unpatched cell is judged in its own row"),
                          measured=[run]))
-        ref = reference(cell, every)
         if cell.is_reference or ref.variant not in chosen:
             continue
-        change = cell_change(chosen, cell, every)
-        implied = cited_percent(cited, cell)
-        cited_text = f"{implied:+.1f} % (implied: {entry['cited']} against " \
-                     f"{by_id.loc[ref.cited_id, 'cited']})"
+        implied = scorecard.cited_change(by_id.loc[[ref.cited_id, cell.cited_id]].reset_index())
+        cited_text = (f"{implied.describe(' %')} (implied: {entry['cited']} against "
+                      f"{by_id.loc[ref.cited_id, 'cited']}, both truncated by the module's "
+                      "integer division)")
+        base = values(chosen, ref.variant, KMALLOC, METRIC)
+        limits = _limits(chosen, cell.variant)
+        verdict = verdicts.judge_boots(
+            base, ticks, lambda c, implied=implied, limits=limits: verdicts.judge_change(
+                c, implied, limits, units=("TSC ticks", "TSC ticks"),
+                margin=verdicts.MARGINS["time"]),
+            flagged=(runs.clock_flags(chosen[ref.variant], ref.variant),
+                     runs.clock_flags(run, cell.variant)))
         rows.append(_row(f"{cell.cited_id}-change", table=entry["table"], row=entry["row"],
                          column=f"{cell.short}: {scorecard.DERIVED_COLUMN}", cited=cited_text,
-                         ours=change.describe() if change else "—",
-                         verdict=verdicts.judge_change(change, implied,
-                                                       _limits(chosen, cell.variant))
-                         if change else verdicts.Verdict(verdicts.NOT_YET,
-                                                         scorecard.NOT_YET_REASON),
-                         measured=[chosen[ref.variant], run]))
-        counted = cell_change(chosen, cell, every, icount=True)
-        if counted is not None:
+                         ours=verdict.change.describe() if verdict.change else "—",
+                         verdict=verdict, measured=[chosen[ref.variant], run]))
+        if cell.icount in chosen and ref.icount in chosen:
             base_n, own_n = icount_loads(chosen, ref.icount), icount_loads(chosen, cell.icount)
+            verdict = verdicts.judge_boots(
+                base_n, own_n, lambda c, implied=implied: verdicts.judge_direction(
+                    c, implied.sign, "that the cell's locking adds work to the allocation fast "
+                    f"path, behind the cited {implied.describe(' %')}",
+                    _limits(chosen, cell.icount), margin=verdicts.MARGINS["instructions"]),
+                unit="load")
             rows.append(_row(
                 f"{cell.cited_id}-icount", table=entry["table"], row=entry["row"],
                 column=f"{cell.short}: mechanism, instructions per kmalloc() (icount)",
                 cited=cited_text,
                 ours=f"{base_n.mean():,.2f} -> {own_n.mean():,.2f} instructions; "
-                     f"{counted.describe()} over the loads of one boot each",
-                verdict=verdicts.judge_direction(
-                    counted, 1 if implied > 0 else -1,
-                    "that the cell's locking adds work to the allocation fast path",
-                    _limits(chosen, cell.icount)),
-                measured=[chosen[ref.icount], chosen[cell.icount]]))
+                     f"{verdict.change.describe()} over the loads of one boot each",
+                verdict=verdict, measured=[chosen[ref.icount], chosen[cell.icount]]))
     rows += _isolation_rows(chosen)
     rows += _lockdep_rows(chosen)
     return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)
@@ -302,48 +313,62 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
     measured = [chosen[ISOLATED["unpatched"]], run]
     rows = []
     for metric, what in PER_TRIGGER.items():
-        change = stats.point_change(by["unpatched"][metric], by["pwlocks=1"][metric],
-                                    unit=" per request")
+        verdict = verdicts.judge_boots(
+            by["unpatched"].set_index("rep")[metric], by["pwlocks=1"].set_index("rep")[metric],
+            lambda c, what=what: verdicts.judge_direction(
+                c, -1, f"fewer {what} (the series' purpose)", limits,
+                margin=verdicts.MARGINS["per request"]),
+            measure=lambda b, p: stats.point_change(b, p, unit=" per request"))
         rows.append(_row(
             f"qpw-isolation-{metric.replace('_', '-')}", table=ISOLATION_TABLE,
             row="unpatched -> PWLOCKS=y, pwlocks=1",
             column=f"mechanism: {what}, per drain request", cited=NO_CITED,
             ours=f"{by['unpatched'][metric].mean():.2f} -> {by['pwlocks=1'][metric].mean():.2f}"
-                 f"; {change.describe()}",
-            verdict=verdicts.judge_direction(change, -1, f"fewer {what} (the series' purpose)",
-                                             limits),
-            measured=measured))
+                 f"; {verdict.change.describe()}",
+            verdict=verdict, measured=measured))
+    flagged = tuple(runs.clock_flags(chosen[ISOLATED[k]], ISOLATED[k])
+                    for k in ("unpatched", "pwlocks=1"))
     for rid, metric, what, claim in (
             ("qpw-isolation-latency", "latency_max_ms",
              "longest drain request on CPU 0 per boot", "that the requester no longer waits "
              "for a kworker behind the isolated CPU's FIFO loop"),
+            ("qpw-isolation-latency-later", "latency_max_later_ms",
+             "longest drain request on CPU 0 per boot, the first request left out",
+             "that the requester no longer waits for a kworker behind the isolated CPU's FIFO "
+             "loop, once the first request's wait for the fair server is set aside"),
             ("qpw-isolation-gap", "max_gap_ms", "longest gap in the FIFO loop per boot",
-             "that the isolated CPU's loop is no longer interrupted by the drain")):
-        change = stats.percent_change(by["unpatched"][metric], by["pwlocks=1"][metric])
+             "that the isolated CPU's loop is no longer interrupted by the drain"),
+            ("qpw-isolation-gap-later", "max_gap_later_ms",
+             "longest gap in the FIFO loop per boot, the first request left out",
+             "that the isolated CPU's loop is no longer interrupted by the drain, once the "
+             "first request is set aside")):
+        verdict = verdicts.judge_boots(
+            by["unpatched"].set_index("rep")[metric], by["pwlocks=1"].set_index("rep")[metric],
+            lambda c, claim=claim: verdicts.judge_direction(
+                c, -1, claim, limits, margin=verdicts.MARGINS["time"]), flagged=flagged)
         rows.append(_row(
             rid, table=ISOLATION_TABLE, row="unpatched -> PWLOCKS=y, pwlocks=1",
             column=f"mechanism: {what} (emulated time)", cited=NO_CITED,
             ours=f"{by['unpatched'][metric].mean():,.2f} -> {by['pwlocks=1'][metric].mean():,.2f}"
-                 f" ms; {change.describe()}",
-            verdict=verdicts.judge_direction(change, -1, claim, limits), measured=measured))
+                 f" ms; {verdict.change.describe()}",
+            verdict=verdict, measured=measured))
     return rows
 
 
 def _lockdep_rows(chosen: Chosen) -> list[dict]:
     """syzbot's warning: the fixed kernel must boot and allocate under lockdep without a
-    warning in SLUB's sheaf paths. A count of one boot: either it is so or it is not."""
+    warning in SLUB's sheaf paths. A check of one boot: either it is so or it is not."""
     got = lockdep_warnings(chosen)
     if not got:
         return []
     ok = got["sheaf"] == 0
-    verdict = verdicts.Verdict(
-        verdicts.DIRECTION if ok else verdicts.CONTRADICTED,
-        ("with the fix, lockdep raised no warning in SLUB's sheaf paths, where syzbot's came "
-         "from; v4 as posted does not build with lockdep on 7.2.13 and gcc 15, the same bug "
-         "caught at compile time (deterministic)") if ok else
+    verdict = verdicts.check(
+        ok, "with the fix, lockdep raised no warning in SLUB's sheaf paths, where syzbot's came "
+            "from (a pass/fail boot: it shows the fix quiet, not v4's warning, which no boot "
+            "here has shown yet)" if ok else
         f"with the fix, lockdep still warned {got['sheaf']:.0f} time(s) in SLUB's sheaf paths")
     return [_row("qpw-lockdep-syzbot", table="lockdep", row="PWLOCKS=n, CONFIG_PROVE_LOCKING",
-                 column="mechanism: lockdep warnings in SLUB's sheaf paths with the fix (0005)",
+                 column="check: lockdep warnings in SLUB's sheaf paths with the fix (0005)",
                  cited="syzbot's report (a warning at boot, no number)",
                  ours=f"{got['sheaf']:.0f} in the sheaf paths, {got['all']:.0f} in all",
                  verdict=verdict, measured=[chosen[LOCKDEP_KERNEL]])]
