@@ -7,14 +7,16 @@ rather than plotted.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from lab import DATA
+from lab.parse.clock import parse_console
 
 RUNS_DIR = DATA / "runs"
 TEXT_COLUMNS = {"cited_id": str, "verdict": str, "variant": str}
@@ -157,6 +159,39 @@ def pooled_per_variant(runs: list[Run]) -> dict[str, Run]:
         pooled[variant] = Run(newest.chapter, " + ".join(ids) or newest.run_id, newest.path,
                               newest.manifest, results)
     return pooled
+
+
+CLOCK_COLUMNS = ["rep", "run_id", "run_rep", "window_start", "boot_clocksource", "tsc_unstable",
+                 "switches", "watchdog_timeouts", "unstable_before_window", "flags"]
+"""Columns of :func:`clock_health`: the boot, then :class:`lab.parse.clock.ClockHealth`'s
+fields (``switches`` joined with ", "), then its flags joined with "; "."""
+
+
+def clock_health(run: Run, variant: str) -> pd.DataFrame:
+    """One row per boot of ``variant`` in ``run`` (plain or pooled): what its serial console
+    says about the guest's clock while the workloads ran (:mod:`lab.parse.clock`).
+
+    Read from the committed ``console.log.gz`` of each boot, in the run directory its rows came
+    from, so every committed run has these flags without being re-parsed or rewritten. A judge
+    can then set aside or mark the timings of a boot whose clock was in doubt.
+    """
+    rows = run.results[run.results["variant"] == variant]
+    if "run_id" not in rows.columns:  # a plain run: each rep is its own
+        rows = rows.assign(run_id=run.run_id, run_rep=rows["rep"])
+    boots = rows[["rep", "run_id", "run_rep"]].drop_duplicates().sort_values("rep")
+    records = []
+    for rep, run_id, run_rep in boots.itertuples(index=False):
+        path = run.path.parent / run_id / "raw" / variant / f"rep{run_rep}" / "console.log.gz"
+        if not path.is_file():
+            raise RunDataError(f"{path}: missing, so the clock of {run.chapter} {variant} rep "
+                               f"{rep} cannot be checked. Fix: restore it from git (git "
+                               "checkout -- data/runs).")
+        health = parse_console(gzip.decompress(path.read_bytes()).decode(errors="replace"),
+                               str(path))
+        fields = asdict(health) | {"switches": ", ".join(health.switches)}
+        records.append({"rep": int(rep), "run_id": run_id, "run_rep": int(run_rep), **fields,
+                        "flags": "; ".join(health.flags())})
+    return pd.DataFrame(records, columns=CLOCK_COLUMNS)
 
 
 def environment_facts(manifest: dict) -> dict[str, str]:
