@@ -194,6 +194,22 @@ def clock_health(run: Run, variant: str) -> pd.DataFrame:
     return pd.DataFrame(records, columns=CLOCK_COLUMNS)
 
 
+_FLAGS: dict[tuple[str, str, str], dict[int, str]] = {}
+
+
+def clock_flags(run: Run, variant: str) -> dict[int, str]:
+    """The boots of ``variant`` whose clock was in doubt while the workloads ran: repetition ->
+    the flags in words ("TSC marked unstable; clocksource switched to hpet"), for
+    :func:`lab.verdicts.judge_boots`. Healthy boots are left out. Read once per run and
+    variant: the judges ask for the same boots row after row."""
+    key = (str(run.path), run.run_id, variant)
+    if key not in _FLAGS:
+        health = clock_health(run, variant)
+        flagged = health[health["flags"] != ""]
+        _FLAGS[key] = dict(zip(flagged["rep"].astype(int), flagged["flags"], strict=True))
+    return _FLAGS[key]
+
+
 def environment_facts(manifest: dict) -> dict[str, str]:
     """What a run was measured on, one fact per key, for glued prose and captions.
 

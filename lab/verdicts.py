@@ -108,9 +108,9 @@ class Margin:
 
 
 MARGINS = {
-    "time": Margin("a time, a rate or a latency measured by a clock", 0.4, "%",
-                   "half the smallest timed change an author cites (-0.9 % items/s, the "
-                   "workqueue v5 table), so that every cited change stays outside it"),
+    "time": Margin("a time, a rate or a latency measured by a clock", 0.2, "%",
+                   "half the smallest timed change an author cites, so that every cited "
+                   "change stays outside it"),
     "instructions": Margin("instructions counted under icount", 0.5, "%",
                            "less than one instruction per call on the book's shortest timed "
                            "path (about 125 instructions per kmalloc()): no code change is "
@@ -121,7 +121,8 @@ MARGINS = {
     "per request": Margin("events per request (work items, IPIs, switches, lock "
                           "acquisitions)", 0.05, " per request", "one event in twenty requests"),
     "share": Margin("a share of a profile, in percentage points", 0.15, " points",
-                    "half the smallest delta a cited perf diff listing prints (0.35 points)"),
+                    "a little under half the smallest delta a cited perf diff listing prints, so "
+                    "that every cited delta stays outside it"),
     "image": Margin("the size of a bzImage", 4096.0, " bytes",
                     "a bzImage grows in whole pages of 4096 bytes"),
     "bytes": Margin("the size of a function or a section", 0.0, " bytes",

@@ -1,63 +1,202 @@
-"""The one verdict rule (lab.verdicts), and that judging the committed runs is repeatable."""
+"""The one verdict rule (lab.verdicts): row kinds, units, margins, cited precision, power,
+bounds, single boots and clock trouble; and the committed runs judged by it."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from lab import cited, judges, runs, scorecard, stats, verdicts
 
 ENV = "TCG, 8 vCPUs on 2 host cores"
+TIME = verdicts.MARGINS["time"]
+ICOUNT = verdicts.MARGINS["instructions"]
+TICKS = ("TSC ticks", "TSC ticks")
 
 
-def change(low: float, high: float) -> stats.Change:
-    return stats.Change(percent=(low + high) / 2, low=low, high=high, n_baseline=3, n_patched=3)
+def change(low: float, high: float, n: int = 5, se: float = 0.05) -> stats.Change:
+    """A change with its interval; ``se`` (log scale) sizes its detectable change."""
+    return stats.Change(percent=(low + high) / 2, low=low, high=high, n_baseline=n,
+                        n_patched=n, se=se, df=n - 1)
 
 
-@pytest.mark.parametrize(("low", "high", "cited", "verdict", "words"), [
-    (2.0, 15.0, 8.0, verdicts.REPRODUCED, "contains the cited +8.0 %"),
-    (-15.0, -2.0, -8.0, verdicts.REPRODUCED, "contains the cited -8.0 %"),
-    # contains the cited value, excludes 0, but half-width 279 points >> 8.9: not informative
+def claim(low: float, high: float, cited_change: float | verdicts.Cited,
+          margin: verdicts.Margin = TIME, **kw: object) -> verdicts.Verdict:
+    return verdicts.judge_change(change(low, high), cited_change, ENV, units=TICKS,
+                                 margin=margin, **kw)
+
+
+@pytest.mark.parametrize(("low", "high", "cited_change", "verdict", "words"), [
+    (2.0, 15.0, 8.0, verdicts.REPRODUCED, "meets the cited +8.0 %"),
+    (-15.0, -2.0, -8.0, verdicts.REPRODUCED, "meets the cited -8.0 %"),
+    # meets the cited value, beyond the margin, but half-width 279 points >> 8.9
     (2.0, 560.0, 8.9, verdicts.DIRECTION, "does not pin the size"),
-    (150.0, 900.0, 8.9, verdicts.DIRECTION, "lies above the cited +8.9 %"),
-    (-10.4, -10.3, -10.9, verdicts.DIRECTION, "lies above the cited -10.9 %"),
-    (0.5, 3.0, 8.0, verdicts.DIRECTION, "lies below the cited +8.0 %"),
-    (-50.0, 70.0, -0.4, verdicts.INCONCLUSIVE, "contains 0 and the cited -0.4 %"),
-    (-5.0, 3.0, 8.0, verdicts.INCONCLUSIVE, "contains 0: the spread"),
-    (-30.0, -5.0, 8.0, verdicts.CONTRADICTED, "is a decrease, the cited +8.0 % is an increase"),
-    (-1.0, 1.0, 0.0, verdicts.INCONCLUSIVE, "only an exact 0 reproduces a cited no change"),
-    (1.0, 2.0, 0.0, verdicts.CONTRADICTED, "the cited +0.0 % is no change"),
-    (0.0, 0.0, 0.0, verdicts.REPRODUCED, "exactly the cited +0.0 %"),
+    (150.0, 900.0, 8.9, verdicts.DIRECTION, "above the cited +8.9 %"),
+    (0.5, 3.0, 8.0, verdicts.DIRECTION, "below the cited +8.0 %"),
+    (-30.0, -5.0, 8.0, verdicts.CONTRADICTED, "is a decrease beyond the margin"),
+    (-5.0, 10.0, 8.0, verdicts.INCONCLUSIVE, "contains the cited +8.0 %"),
+    (-2.1, 4.0, -9.2, verdicts.INCONCLUSIVE, "excludes the cited -9.2 %: any change here is "
+                                             "smaller than the author's"),
+    (-1.0, -0.2, 8.0, verdicts.INCONCLUSIVE, "reaches into the margin"),
+    (-0.15, 0.15, 0.0, verdicts.REPRODUCED, "inside the margin"),
+    (1.0, 2.0, 0.0, verdicts.CONTRADICTED, "beyond the margin"),
+    (-0.15, 0.15, 8.0, verdicts.NO_CHANGE, "where the author saw +8.0 %"),
 ])
-def test_verdict_rule(low: float, high: float, cited: float, verdict: str, words: str) -> None:
-    judged = verdicts.judge_change(change(low, high), cited, ENV)
-    assert judged.verdict == verdict
+def test_the_claim_rule(low: float, high: float, cited_change: float, verdict: str,
+                        words: str) -> None:
+    judged = claim(low, high, cited_change)
+    assert (judged.verdict, judged.kind) == (verdict, verdicts.CLAIM)
     assert words in judged.reason
     assert judged.verdict in verdicts.JUDGED
 
 
-def test_reproduced_needs_an_informative_interval() -> None:
-    """The margin: half-width at most MARGIN times the cited magnitude."""
-    cited_percent = 8.0
-    edge = verdicts.MARGIN * cited_percent
-    assert verdicts.judge_change(change(8.0 - edge + 0.1, 8.0 + edge - 0.1), cited_percent,
-                                 ENV).verdict == verdicts.REPRODUCED
-    assert verdicts.judge_change(change(1.0, 1.0 + 2 * edge + 1), cited_percent,
-                                 ENV).verdict == verdicts.DIRECTION
+def test_a_claim_is_judged_only_in_its_own_unit() -> None:
+    """Instructions for TSC ticks is a mechanism row: judge_change refuses it."""
+    with pytest.raises(verdicts.UnitMismatch, match="judge_direction"):
+        verdicts.judge_change(change(-0.1, -0.05), 2.1, ENV, units=("instructions", "TSC ticks"),
+                              margin=ICOUNT)
+    with pytest.raises(ValueError, match="margin"):
+        verdicts.judge_change(change(1, 2), 2.0, ENV, units=TICKS,
+                              margin=verdicts.MARGINS["share"])
 
 
-def test_an_environment_that_cannot_show_the_condition_is_inconclusive() -> None:
-    judged = verdicts.judge_change(change(-30, -20), -25.0, ENV, cannot_show="no IBPB here")
-    assert judged.verdict == verdicts.INCONCLUSIVE and "no IBPB here" in judged.reason
+def test_a_change_inside_the_margin_is_no_change_however_exact() -> None:
+    """QPW's exact 0.00 % and its -0.08 % are one answer: no change at this resolution."""
+    exact = stats.exact_change(125.5, 125.5)
+    tiny = change(-0.09, -0.07, n=3, se=0.0001)
+    for ours in (exact, tiny):
+        for judged in (verdicts.judge_direction(ours, +1, "more work", ENV, margin=ICOUNT),
+                       verdicts.judge_change(ours, 2.1, ENV, units=TICKS, margin=ICOUNT)):
+            assert judged.verdict == verdicts.NO_CHANGE, judged.reason
+
+
+def test_a_truncated_cited_pair_carries_the_interval_it_can_mean() -> None:
+    """95 -> 97 printed by integer division means +1.0 ... +3.2 %; our +1.2 % meets it."""
+    frame = pd.DataFrame([
+        {"variant": "baseline", "mid": 95.0, "true_low": 95.0, "true_high": 96.0},
+        {"variant": "patched", "mid": 97.0, "true_low": 97.0, "true_high": 98.0}])
+    implied = scorecard.cited_change(frame)
+    assert implied.value == pytest.approx(2.105, abs=1e-3)
+    assert (implied.low, implied.high) == pytest.approx((100 * (97 / 96 - 1),
+                                                          100 * (98 / 95 - 1)))
+    assert claim(1.1, 1.3, implied).verdict == verdicts.REPRODUCED
+    assert claim(1.1, 1.3, implied.value).verdict == verdicts.DIRECTION
+    value = cited.parse_value("95")
+    assert value.bounds("truncated") == (95.0, 96.0)
+    assert value.bounds("rounded") == (94.5, 95.5)
+    assert cited.parse_value("-7.5%").bounds() == pytest.approx((-7.55, -7.45))
+
+
+def test_an_inconclusive_row_states_what_its_boots_can_detect() -> None:
+    judged = claim(-25.0, 28.0, 3.3)
+    assert judged.verdict == verdicts.INCONCLUSIVE
+    assert "too few boots" in judged.reason
+    assert "smallest change these boots detect (80 % power)" in judged.reason
+    detect = change(-25.0, 28.0).detectable()
+    assert f"±{detect:,.1f} %" in judged.reason
+    direction = verdicts.judge_direction(change(-25.0, 28.0), -1, "fewer", ENV, margin=TIME)
+    assert "smallest change these boots detect" in direction.reason
+
+
+def test_a_design_that_cannot_move_the_metric_says_so() -> None:
+    """sched-ext: 11 remote fallbacks against 443 outliers move the rate by 2.5 % at most."""
+    bound = verdicts.Bound(2.5, "11 remote fallbacks against 443 outliers")
+    judged = claim(-45.0, 18.0, -45.0, bound=bound)
+    assert judged.verdict == verdicts.INCONCLUSIVE
+    assert "this design cannot move the metric" in judged.reason and "2.5 %" in judged.reason
+    assert judged.columns()["bound"] == 2.5
+    # a bound larger than what the boots detect does not decide, but is said
+    loose = claim(2.0, 15.0, 8.0, bound=verdicts.Bound(1000.0, "every residence"))
+    assert loose.verdict == verdicts.REPRODUCED and "at most 1,000.0 %" in loose.reason
+
+
+def test_checks_and_our_own_readings_never_count_as_support() -> None:
+    passed = verdicts.check(True, "the images differ by the patch")
+    assert (passed.verdict, passed.kind, passed.supports) == (verdicts.PASSED, verdicts.CHECK,
+                                                             False)
+    mine = verdicts.judge_direction(change(-40, -20), -1, "our reading", ENV, margin=TIME,
+                                    ours=True)
+    assert (mine.verdict, mine.supports) == (verdicts.HOLDS, False)
+    against = verdicts.judge_direction(change(5, 9), -1, "our reading", ENV, margin=TIME,
+                                       ours=True)
+    assert against.verdict == verdicts.FAILS
+    author = verdicts.judge_direction(change(-40, -20), -1, "fewer", ENV, margin=TIME)
+    assert (author.verdict, author.supports) == (verdicts.DIRECTION, True)
 
 
 @pytest.mark.parametrize(("low", "high", "verdict"), [
     (-40.0, -20.0, verdicts.DIRECTION), (-40.0, 7.0, verdicts.INCONCLUSIVE),
-    (5.0, 9.0, verdicts.CONTRADICTED)])
+    (5.0, 9.0, verdicts.CONTRADICTED), (-0.15, 0.1, verdicts.NO_CHANGE)])
 def test_mechanism_rows_are_judged_for_their_direction(low: float, high: float,
                                                        verdict: str) -> None:
-    judged = verdicts.judge_direction(change(low, high), -1, "fewer contentions", ENV)
-    assert judged.verdict == verdict and "fewer contentions" in judged.reason
+    judged = verdicts.judge_direction(change(low, high), -1, "fewer contentions", ENV,
+                                      margin=TIME)
+    assert (judged.verdict, judged.kind) == (verdict, verdicts.MECHANISM)
+    assert "fewer contentions" in judged.reason
+
+
+def _judge(c: stats.Change) -> verdicts.Verdict:
+    return verdicts.judge_change(c, 10.0, ENV, units=TICKS, margin=TIME)
+
+
+def test_a_verdict_one_boot_carries_is_shown_without_it() -> None:
+    base = pd.Series([100.0, 101.0, 99.0, 100.0, 140.0], index=range(1, 6))
+    patched = pd.Series([110.0, 111.0, 109.0, 110.0, 111.0], index=range(1, 6))
+    judged = verdicts.judge_boots(base, patched, _judge)
+    assert "it rests on one boot: without baseline boot 5 it is" in judged.reason
+    steady = verdicts.judge_boots(base.iloc[:4], patched.iloc[:4], _judge)
+    assert "rests on one" not in steady.reason
+
+
+def test_boots_with_clock_trouble_are_counted_and_left_out() -> None:
+    base = pd.Series([100.0, 101.0, 99.0, 100.0], index=range(1, 5))
+    patched = pd.Series([110.0, 111.0, 109.0, 150.0], index=range(1, 5))
+    judged = verdicts.judge_boots(base, patched, _judge,
+                                  flagged=({}, {4: "TSC marked unstable"}))
+    assert "1 of 8 boots had clock trouble (TSC marked unstable); without them" in judged.reason
+    clean = verdicts.judge_boots(base, patched, _judge)
+    assert "clock trouble" not in clean.reason
+
+
+def test_the_margins_leave_every_cited_change_resolvable() -> None:
+    """A margin is at most half the smallest non-zero cited change judged with it, so no
+    author's change is called "no change" by construction (book/method.md says so)."""
+    card = _card()
+    judged = card[(card["row_kind"] == verdicts.CLAIM) & card["margin"].notna()
+                  & card["cited_change"].notna() & (card["cited_change"] != 0)]
+    assert len(judged) > 20
+    for margin, part in judged.groupby("margin"):
+        assert margin <= part["cited_change"].abs().min() / 2, part[["id", "cited_change"]]
+
+
+def _card() -> pd.DataFrame:
+    frame = cited.to_frame(cited.load_all())
+    return scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame))
+
+
+def test_the_committed_runs_are_judged_by_these_rules() -> None:
+    """The done-when of the verdicts issue, on the book's own card: every row has a kind; no
+    claim row is contradicted inside its margin; no check supports; every inconclusive timed
+    row says what its boots could detect or why the environment cannot show it."""
+    card = _card()
+    assert set(card["row_kind"]) == set(verdicts.ROW_KINDS)
+    claims = card[card["row_kind"] == verdicts.CLAIM]
+    contradicted = claims[claims["verdict"] == verdicts.CONTRADICTED]
+    assert ((contradicted["our_low"] > contradicted["margin"])
+            | (contradicted["our_high"] < -contradicted["margin"])).all()
+    checks = card[card["row_kind"] == verdicts.CHECK]
+    assert set(checks["verdict"]) <= {verdicts.PASSED, verdicts.FAILED}
+    assert scorecard.counts(card, cited.to_frame(cited.load_all()))["check-support"] == 0
+    ours = card[card["ours_reading"]]
+    assert len(ours) and not ours["verdict"].isin([verdicts.CONTRADICTED,
+                                                   *verdicts.SUPPORT]).any()
+    timed = card[(card["verdict"] == verdicts.INCONCLUSIVE) & (card["detectable"] > 0)]
+    assert len(timed)
+    for reason in timed["reason"]:
+        assert any(words in reason for words in (
+            "smallest change these boots detect", "cannot show", "cannot move",
+            "excludes the cited", "it is exact")), reason
 
 
 def test_judging_the_committed_runs_does_not_depend_on_a_random_seed() -> None:
@@ -72,15 +211,19 @@ def test_judging_the_committed_runs_does_not_depend_on_a_random_seed() -> None:
 
 
 def test_a_verdict_carries_the_numbers_it_was_decided_from() -> None:
-    """A row built from a verdict holds our change, its interval and the cited change (or the
-    direction a mechanism row was judged for) as numbers, so a figure need not parse text."""
-    judged = verdicts.judge_change(change(2.0, 15.0), 8.0, ENV).columns()
+    """A row built from a verdict holds its kind, our change, its interval, the cited change
+    (or the direction a mechanism row was judged for), the margin and the detectable change as
+    numbers, so a figure need not parse text."""
+    judged = claim(2.0, 15.0, 8.0).columns()
     assert set(judged) == {"verdict", "reason", *verdicts.NUMBER_COLUMNS}
     assert (judged["our_change"], judged["our_low"], judged["our_high"]) == (8.5, 2.0, 15.0)
     assert (judged["our_unit"], judged["cited_change"]) == ("%", 8.0)
-    assert np.isnan(judged["expected_sign"])
-    mechanism = verdicts.judge_direction(change(-40.0, -20.0), -1, "fewer", ENV).columns()
+    assert (judged["row_kind"], judged["ours_reading"], judged["margin"]) == (
+        verdicts.CLAIM, False, TIME.size)
+    assert judged["detectable"] > 0 and np.isnan(judged["expected_sign"])
+    mechanism = verdicts.judge_direction(change(-40.0, -20.0), -1, "fewer", ENV,
+                                         margin=TIME).columns()
     assert (mechanism["our_low"], mechanism["expected_sign"]) == (-40.0, -1)
-    assert np.isnan(mechanism["cited_change"])
+    assert mechanism["row_kind"] == verdicts.MECHANISM and np.isnan(mechanism["cited_change"])
     absolute = verdicts.not_comparable("another machine").columns()
     assert absolute["our_unit"] == "" and np.isnan(absolute["our_change"])
