@@ -129,7 +129,7 @@ test-pdf: $(STAMP) pdf-deps ## only the PDF test (make test runs it too): a scra
 	@$(TIMED) "pytest (PDF)" -- $(PY) -m pytest -m pdf tests/book
 
 lint: $(STAMP) ## ruff over the Python code
-	@$(TIMED) "ruff" -- $(PY) -m ruff check lab tests conf.py
+	@$(TIMED) "ruff" -- $(PY) -m ruff check lab tests chapters conf.py
 
 # The pipeline tests boot kernels: pipeline-deps installs QEMU and friends (as root) first.
 pytest: $(STAMP) pipeline-deps browser-deps pdf-deps ## the test suite (book build, browser test, PDF, pipeline smoke run)

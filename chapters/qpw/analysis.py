@@ -280,11 +280,13 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
                          verdict=verdict, measured=[chosen[ref.variant], run]))
         if cell.icount in chosen and ref.icount in chosen:
             base_n, own_n = icount_loads(chosen, ref.icount), icount_loads(chosen, cell.icount)
+            counted_on = _limits(chosen, cell.icount)
             verdict = verdicts.judge_boots(
-                base_n, own_n, lambda c, implied=implied: verdicts.judge_direction(
-                    c, implied.sign, "that the cell's locking adds work to the allocation fast "
-                    f"path, behind the cited {implied.describe(' %')}",
-                    _limits(chosen, cell.icount), margin=verdicts.MARGINS["instructions"]),
+                base_n, own_n, lambda c, implied=implied, limits=counted_on: (
+                    verdicts.judge_direction(
+                        c, implied.sign, "that the cell's locking adds work to the allocation "
+                        f"fast path, behind the cited {implied.describe(' %')}", limits,
+                        margin=verdicts.MARGINS["instructions"])),
                 unit="load")
             rows.append(_row(
                 f"{cell.cited_id}-icount", table=entry["table"], row=entry["row"],

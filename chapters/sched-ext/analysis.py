@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lab import runs, scorecard, stats, verdicts
+from lab import runs, scorecard, verdicts
 
 CHAPTER = "sched-ext"
 ROLES = {"baseline": "baseline", "patched": "patched"}

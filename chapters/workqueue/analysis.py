@@ -151,13 +151,12 @@ def mechanism_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Data
             change = stats.percent_change(counts["baseline"], counts["patched"])
             manifest = chosen[LOCKSTAT["patched"]].manifest
             limits = runs.environment_limits(manifest)
+            said = claim.format(gain=entry["value"], scope=scope)
             verdict = verdicts.judge_boots(
                 counts["baseline"], counts["patched"],
-                lambda c, sign=sign, ours=ours, claim=claim, limits=limits: (
-                    verdicts.judge_direction(c, sign,
-                                             claim.format(gain=entry["value"], scope=scope),
-                                             limits, margin=verdicts.MARGINS["count"],
-                                             ours=ours)))
+                lambda c, sign=sign, ours=ours, limits=limits, said=said: (
+                    verdicts.judge_direction(c, sign, said, limits,
+                                             margin=verdicts.MARGINS["count"], ours=ours)))
             change = verdict.change
             rows.append({
                 "id": f"workqueue-mechanism-{scope.replace('_', '-')}-{field}",

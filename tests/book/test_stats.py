@@ -178,5 +178,5 @@ def test_the_detectable_change_is_what_the_design_sees_80_percent_of_the_time() 
     trials = 20_000
     baseline = rng.normal(0.0, sigma, (trials, n))
     patched = rng.normal(size, sigma, (trials, n))
-    diff, low, high = stats.difference_interval(baseline, patched)
+    _, low, _ = stats.difference_interval(baseline, patched)
     assert 0.75 < np.mean(low > 0) < 0.85
