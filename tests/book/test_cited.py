@@ -118,6 +118,7 @@ def test_every_result_token_of_every_source_is_recorded(archives: dict[str, Path
     ({"id": "Workqueue_X"}, "id is not lowercase-hyphenated"),
     ({"quote": None}, "missing quote"),
     ({"extra": 1}, "unknown fields extra"),
+    ({"precision": "floored"}, "precision 'floored' is unknown"),
 ])
 def test_schema_errors_name_file_entry_and_fix(tmp_path: Path, change: dict,
                                                message: str) -> None:
@@ -165,3 +166,13 @@ def test_good_entry_loads_and_frames(tmp_path: Path) -> None:
     frame = cited.to_frame([chapter])
     assert frame.loc[0, "cited"] == "1,234 items/s"
     assert frame.loc[0, "mid"] == 1234
+    # printed to the unit and rounded, unless the entry says the printing truncated it
+    assert (frame.loc[0, "true_low"], frame.loc[0, "true_high"]) == (1233.5, 1234.5)
+    truncated = cited.load_chapter(write(tmp_path, [{**GOOD_ENTRY, "precision": "truncated"}]))
+    assert truncated.entries[0].value.bounds(truncated.entries[0].precision) == (1234, 1235)
+
+
+@pytest.mark.parametrize(("text", "step"), [("60", 1.0), ("-7.5%", 0.1), ("13.89 - 13.90", 0.01),
+                                            ("2.5k", 100.0), ("~2,875", 1.0)])
+def test_a_value_knows_its_last_printed_digit(text: str, step: float) -> None:
+    assert cited.parse_value(text).resolution == pytest.approx(step)
