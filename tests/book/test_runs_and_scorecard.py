@@ -222,6 +222,27 @@ def test_context_switch_entries_are_judged_where_a_run_measures_them() -> None:
     assert len(tail) == 4 and (tail["verdict"] == verdicts.DIRECTION).all()
 
 
+def test_the_card_keeps_the_kinds_of_the_sched_ext_qpw_and_io_wq_rows() -> None:
+    frame = cited.to_frame(cited.load_all())
+    card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame)).set_index("id")
+    # checks are true by construction or pass/fail, and never support
+    for rid in ("sched-ext-check-owner-cpu", "sched-ext-check-call-sites", "qpw-lockdep-syzbot",
+                "io-wq-check-lost-wakeups"):
+        assert card.loc[rid, "row_kind"] == verdicts.CHECK
+        assert card.loc[rid, "verdict"] in (verdicts.PASSED, verdicts.FAILED)
+    # instructions under icount are mechanism rows beside a claim in TSC ticks
+    qpw_icount = card[card.index.str.startswith("qpw-") & card.index.str.endswith("-icount")]
+    assert len(qpw_icount) == 5 and (qpw_icount["row_kind"] == verdicts.MECHANISM).all()
+    assert (qpw_icount["verdict"] != verdicts.CONTRADICTED).all()
+    # a row of our own reading is never judged against the author
+    assert card.loc["io-wq-mechanism-acct-lock-contentions", "ours_reading"]
+    assert card.loc["io-wq-mechanism-acct-lock-contentions", "verdict"] in (verdicts.HOLDS,
+                                                                            verdicts.FAILS)
+    mine = card[card["chapter"].isin(["sched-ext", "qpw", "io-wq"])]
+    counted = scorecard.counts(mine.reset_index(), frame)
+    assert counted["check"] == 4 and counted["check-support"] == 0
+
+
 @pytest.mark.parametrize(("variants", "accelerator"), [
     ({"a": {"accel_used": ["tcg"]}, "b": {"accel_used": ["icount"], "boot": True}}, "ICOUNT/TCG"),
     ({"size": {"boot": False}}, "built only (not booted)"),

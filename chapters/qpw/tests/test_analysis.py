@@ -43,11 +43,39 @@ def test_every_cited_cell_is_judged_and_every_patched_cell_has_two_change_rows()
 def test_the_isolation_and_lockdep_rows_are_judged_for_direction() -> None:
     rows = judged()
     isolation = rows[rows["table"] == qpw.ISOLATION_TABLE]
-    # the four counts per request, the longest request and the loop's longest gap
-    assert len(isolation) == len(qpw.PER_TRIGGER) + 2
+    # the four counts per request; the longest request and the loop's longest gap, each with
+    # and without the first request (which waits for the fair server)
+    assert len(isolation) == len(qpw.PER_TRIGGER) + 4
+    assert (isolation["row_kind"] == verdicts.MECHANISM).all()
     assert set(isolation["verdict"]) <= {verdicts.DIRECTION, verdicts.INCONCLUSIVE,
                                          verdicts.CONTRADICTED}
     assert (isolation["expected_sign"] == -1).all() and isolation["our_low"].notna().all()
     work = rows.loc["qpw-isolation-work-on-victim"]
     assert work["verdict"] == verdicts.DIRECTION and work["our_high"] < 0
-    assert rows.loc["qpw-lockdep-syzbot", "verdict"] == verdicts.DIRECTION
+    # the headline rests on the first request: without it the 3-vs-3 times are inconclusive
+    assert rows.loc["qpw-isolation-latency", "verdict"] == verdicts.DIRECTION
+    assert rows.loc["qpw-isolation-latency-later", "verdict"] == verdicts.INCONCLUSIVE
+    assert "n=3+3" in rows.loc["qpw-isolation-latency-later", "reason"]
+    lockdep = rows.loc["qpw-lockdep-syzbot"]
+    assert lockdep["row_kind"] == verdicts.CHECK and lockdep["verdict"] == verdicts.PASSED
+
+
+def test_instruction_counts_are_mechanism_rows_and_never_contradict_cycles() -> None:
+    rows = judged()
+    icount = rows[rows.index.str.endswith("-icount")]
+    assert len(icount) == 5 and (icount["row_kind"] == verdicts.MECHANISM).all()
+    assert verdicts.CONTRADICTED not in set(icount["verdict"])
+    # 0.00 % (PWLOCKS=n) and -0.08 % (RT, pwlocks=1): the same question, the same answer
+    for rid in ("qpw-kmalloc-dynamic-qpw-n-icount", "qpw-kmalloc-rt-qpw-y-1-icount"):
+        assert rows.loc[rid, "verdict"] == verdicts.NO_CHANGE, rid
+
+
+def test_tcg_cells_are_claims_in_tsc_ticks_judged_with_the_truncation_interval() -> None:
+    rows = judged()
+    changes = rows[rows.index.str.endswith("-change")]
+    assert len(changes) == 5 and (changes["row_kind"] == verdicts.CLAIM).all()
+    # 95 -> 97 ticks, each truncated by an integer division: +1.0 ... +3.2 %
+    assert "+1.0 to +3.2 % as printed" in rows.loc["qpw-kmalloc-rt-qpw-y-1-change", "cited"]
+    implied = scorecard.cited_change(FRAME[FRAME["id"].isin(["qpw-kmalloc-rt-unpatched",
+                                                              "qpw-kmalloc-rt-qpw-y-1"])])
+    assert round(implied.low, 1) == 1.0 and round(implied.high, 1) == 3.2
