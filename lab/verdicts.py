@@ -156,10 +156,10 @@ class Cited:
     def describe(self, suffix: str) -> str:
         """"+25.0 %", or "+25.0 % (+23.3 to +26.7 % as printed)" when the printing blurs it."""
         head = number(self.value, suffix)
-        low, high = number(self.low, ""), number(self.high, "")
+        low, high = number(self.low, suffix), number(self.high, suffix)
         if low == high:
             return head
-        return f"{head} ({low} to {number(self.high, suffix)} as printed)"
+        return f"{head} ({low.removesuffix(suffix)} to {high} as printed)"
 
 
 @dataclass(frozen=True)
