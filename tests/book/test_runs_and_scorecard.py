@@ -218,6 +218,14 @@ def test_context_switch_entries_are_judged_where_a_run_measures_them() -> None:
     assert len(derived[derived.index.str.endswith("-change")]) == 8 + 2
     icount = derived[derived.index.str.endswith("-icount")]
     assert len(icount) == 4 + 8 and icount["ours"].str.startswith("instructions").all()
+    # instructions are a mechanism, never a reproduction of a time
+    assert (icount["row_kind"] == verdicts.MECHANISM).all()
+    assert not icount["verdict"].isin([verdicts.REPRODUCED, verdicts.CONTRADICTED]).any()
+    # image sizes are judged in bytes with a page as the margin: the Clang -Os image grew by
+    # one page, inside it as the cited +0 is; at -O2 by one where the author's grew by two
+    assert ours.loc["context-switch-bzimage-clang-change", "verdict"] == verdicts.REPRODUCED
+    assert ours.loc["context-switch-bzimage-clang-change", "ours"].startswith("+4,096 bytes")
+    assert ours.loc["context-switch-v5-bzimage-clang-o2-change", "verdict"] == verdicts.NO_CHANGE
     tail = derived[derived.index.str.endswith("-schedule-tail")]
     assert len(tail) == 4 and (tail["verdict"] == verdicts.DIRECTION).all()
 
