@@ -360,12 +360,15 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: verd
             c, cited, f"{environment}; TCG's TSC is emulated time", units=(TICKS, TICKS),
             margin=verdicts.MARGINS["time"], cannot_show=ibpb or (HIDDEN if hidden else None)))
     sign = -1 if cited.value <= 0 else 1  # a cited 0 (the Ryzen) still removes the call
+    path = f"a {'shorter' if sign < 0 else 'longer'} timed path (the call the patch removes)"
+    said = (f"{path}, the author's explanation of his gain on the i5; on this CPU he measured "
+            f"{cited_text}, which no instruction count can test" if hidden
+            else f"{path}, behind the cited {cited_text}")
     icount_verdict, icount_used = _cell_verdict(
         cell, probe, compiler, spectre, True, latest,
-        lambda c: verdicts.judge_direction(
-            c, sign, f"a {'shorter' if sign < 0 else 'longer'} timed path (the call the "
-                     f"patch removes), behind the cited {cited_text}", ICOUNT,
-            margin=verdicts.MARGINS["instructions"], cannot_show=ibpb))
+        lambda c: verdicts.judge_direction(c, sign, said, ICOUNT,
+                                           margin=verdicts.MARGINS["instructions"],
+                                           cannot_show=ibpb))
     if not tsc_used and not icount_used:
         return []
     rows = []

@@ -149,6 +149,8 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
         ("not ours", READING),
     ("workqueue.md", "Nor does our throughput pin the author's size at any scope"):
         ("asserted", "notebooks/workqueue.md", "workqueue-no-informative-throughput"),
+    ("workqueue.md", "The *mechanism* rows are LOCK_STAT's counts of `pool->lock`"):
+        ("asserted", "notebooks/workqueue.md", "workqueue-acquisitions-are-ours"),
 }
 
 
