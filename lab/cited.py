@@ -34,7 +34,10 @@ ENTRY_FIELDS = (
     "id", "table", "row", "column", "variant", "quantity", "unit",
     "condition", "value", "source", "quote",
 )
-OPTIONAL_FIELDS = ("precision",)
+OPTIONAL_FIELDS = ("precision", "reads_as", "reads_as_quote")
+READINGS = ("no change",)
+"""What an author may say a printed change means, in his own words (``reads_as_quote``): a
+printed -0.4 % that he calls unchanged is his claim of no change, and is judged as one."""
 PRECISIONS = ("rounded", "truncated")
 """How a printed value relates to the true one: rounded to its last digit (the default, what a
 mail's table or percentage usually is), or truncated there (an integer division, as in a
@@ -160,6 +163,10 @@ class Entry:
     quote: str
     precision: str = "rounded"
     """:data:`PRECISIONS`."""
+    reads_as: str = ""
+    """:data:`READINGS`, or "" when the author let the number speak for itself."""
+    reads_as_quote: str = ""
+    """The author's words that say so, found in the same source."""
 
 
 @dataclass
@@ -228,6 +235,12 @@ def _entry(path: Path, chapter: str, raw: object, sources: dict[str, Source]) ->
     precision = str(raw.get("precision", "rounded"))
     _require(precision in PRECISIONS, path, where, f"precision {precision!r} is unknown",
              f"use one of {', '.join(PRECISIONS)}")
+    reads_as, reads_as_quote = str(raw.get("reads_as", "")), str(raw.get("reads_as_quote", ""))
+    _require(reads_as in ("", *READINGS), path, where, f"reads_as {reads_as!r} is unknown",
+             f"use one of {', '.join(READINGS)}")
+    _require(bool(reads_as) == bool(reads_as_quote), path, where,
+             "reads_as and reads_as_quote come together",
+             "quote the author's words that say how he reads the number, or drop both")
     quote = str(raw["quote"])
     _require(fold(value.text) in fold(quote), path, where,
              f"value {value.text!r} does not occur in its quote",
@@ -237,6 +250,7 @@ def _entry(path: Path, chapter: str, raw: object, sources: dict[str, Source]) ->
         column=str(raw["column"]), variant=str(raw["variant"]), quantity=str(raw["quantity"]),
         unit=str(raw["unit"]), condition={str(k): str(v) for k, v in raw["condition"].items()},
         value=value, source=sources[str(raw["source"])], quote=quote, precision=precision,
+        reads_as=reads_as, reads_as_quote=reads_as_quote,
     )
 
 
@@ -298,7 +312,7 @@ def to_frame(cited: list[Chapter]) -> pd.DataFrame:
             "low": e.value.low, "high": e.value.high, "mid": e.value.mid,
             "approximate": e.value.approximate, "precision": e.precision,
             "true_low": e.value.bounds(e.precision)[0],
-            "true_high": e.value.bounds(e.precision)[1],
+            "true_high": e.value.bounds(e.precision)[1], "reads_as": e.reads_as,
             "source": e.source.id, "message_id": e.source.message_id, "url": e.source.url,
             "author": e.source.author, "date": e.source.date,
         }

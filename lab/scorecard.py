@@ -121,7 +121,8 @@ def _measured(run: runs.Run | None, variant: str, measure: Measure) -> tuple[pd.
 def cited_change(entries: pd.DataFrame) -> verdicts.Cited:
     """The cited change of one row in percent, with the interval its printed values can mean.
 
-    A change entry is taken as written, blurred by its last digit; without one, the change is
+    A change entry is taken as written, blurred by its last digit, or as "no change" where the
+    author says that is how he reads it (``reads_as``); without one, the change is
     the one the cited before/after pair implies, and its interval runs from the lowest patched
     over the highest baseline value to the highest over the lowest that the printing allows
     (:meth:`lab.cited.Value.bounds`: "95" and "97" printed by truncation mean +1.0 to +3.2 %).
@@ -129,6 +130,10 @@ def cited_change(entries: pd.DataFrame) -> verdicts.Cited:
     change = entries[entries["variant"] == "change"]
     if len(change):
         row = change.iloc[0]
+        if row.get("reads_as") == "no change":
+            return verdicts.Cited(0.0, 0.0, 0.0, f"{row['cited']}, read by the author as no "
+                                                 "change",
+                                  note=f"printed {row['cited']}, read by the author as no change")
         return verdicts.Cited(float(row["mid"]), float(row["true_low"]),
                               float(row["true_high"]), str(row["cited"]))
     ends = {r: entries[entries["variant"] == r].iloc[0] for r in ROLES}

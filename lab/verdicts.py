@@ -142,6 +142,9 @@ class Cited:
     high: float
     text: str = ""
     """How the change was written, or how it was derived ("+25.0 % (implied)")."""
+    note: str = ""
+    """What the reason must add about the cited value ("printed -0.4 %, read by the author as
+    no change")."""
 
     @classmethod
     def exact(cls, value: float) -> Cited:
@@ -157,6 +160,8 @@ class Cited:
         """"+25.0 %", or "+25.0 % (+23.3 to +26.7 % as printed)" when the printing blurs it."""
         head = number(self.value, suffix)
         low, high = number(self.low, suffix), number(self.high, suffix)
+        if self.note:
+            return f"{head} ({self.note})"
         if low == high:
             return head
         return f"{head} ({low.removesuffix(suffix)} to {high} as printed)"
@@ -346,7 +351,8 @@ def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: 
                                          f"({margin.text()}), where the cited {said} is none "
                                          f"({environment})")
         return Verdict(INCONCLUSIVE, f"{ours} is too wide to show the cited {said} within the "
-                                     f"margin ({margin.text()}): {_detectable(change)}")
+                                     f"margin ({margin.text()}): too few boots, "
+                                     f"{_detectable(change)}")
     if side == cited.sign:
         informative = change.half_width <= INFORMATIVE * abs(cited.value)
         if meets and informative:

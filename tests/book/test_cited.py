@@ -76,6 +76,8 @@ def test_every_entry_has_a_source_that_quotes_it(archives: dict[str, Path]) -> N
         for entry in chapter.entries:
             mail = cited.fold(source_text(archives, entry.source))
             assert cited.fold(entry.quote) in mail, f"{chapter.path}: {entry.id}: quote not in mail"
+            assert cited.fold(entry.reads_as_quote) in mail, (
+                f"{chapter.path}: {entry.id}: reads_as_quote not in mail")
 
 
 def test_every_source_names_its_address(archives: dict[str, Path]) -> None:
@@ -119,6 +121,8 @@ def test_every_result_token_of_every_source_is_recorded(archives: dict[str, Path
     ({"quote": None}, "missing quote"),
     ({"extra": 1}, "unknown fields extra"),
     ({"precision": "floored"}, "precision 'floored' is unknown"),
+    ({"reads_as": "a gain"}, "reads_as 'a gain' is unknown"),
+    ({"reads_as": "no change"}, "reads_as and reads_as_quote come together"),
 ])
 def test_schema_errors_name_file_entry_and_fix(tmp_path: Path, change: dict,
                                                message: str) -> None:
