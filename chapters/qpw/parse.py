@@ -6,8 +6,10 @@ then; a re-parse says the same). A workload of another role prints ``role=``, ``
 ``end=ok`` only, and gives the row ``ran`` = 0. The rows:
 
 * ``environment`` (every role): ``CONFIG_PREEMPT_RT``, ``CONFIG_PWLOCKS``, ... as 0/1,
-  ``pwlocks`` (-1 when the command line has none), ``tsc_khz``, ``tsc_unstable``, and
-  ``env.preempt.<model>`` = 1 (strings cannot be rows);
+  ``pwlocks`` (-1 when the command line has none), ``tsc_khz``, and
+  ``env.preempt.<model>`` = 1 (strings cannot be rows); runs before the shared console parser
+  also carry ``tsc_unstable``, from a grep for wording 7.2.13 never prints (the clock's health
+  is now read from the console by :mod:`lab.parse.clock` for every chapter);
 * ``kmalloc``: per load ``load<n>.alloc_cycles``, ``load<n>.free_cycles``, ``load<n>.iterations``
   and the averages ``load<n>.alloc_cycles_per_op`` and ``load<n>.free_cycles_per_op``; a
   discarded load gives ``load<n>.discarded`` = 1. Over the boot's kept loads after the first:

@@ -50,8 +50,6 @@ environment() {
 	model=$(dmesg | sed -n 's/.*Dynamic Preempt: \([a-z]*\).*/\1/p' | tail -n 1)
 	echo "preempt_model=${model:-none}"
 	echo "tsc_khz=$(dmesg | sed -n 's/.*tsc: Refined TSC clocksource calibration: \([0-9]*\)\.\([0-9]\{3\}\) MHz.*/\1\2/p;s/.*tsc: Detected \([0-9]*\)\.\([0-9]\{3\}\) MHz processor.*/\1\2/p' | tail -n 1)"
-	dmesg | grep -q "Marking clocksource 'tsc' as unstable" && echo "tsc_unstable=1" ||
-		echo "tsc_unstable=0"
 	echo "isolated=$(cat /sys/devices/system/cpu/isolated)"
 	echo "== end environment"
 }
