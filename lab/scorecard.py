@@ -23,7 +23,9 @@ The rule a judge applies (see :func:`compare` and :func:`verdict_rows`):
 Rows that are not cited entries carry their own ``chapter``, ``table``, ``row``, ``column`` and
 ``cited`` (:data:`DERIVED_COLUMNS`). Every judged row also carries the numbers its verdict was
 decided from (:data:`lab.verdicts.NUMBER_COLUMNS`, via :meth:`lab.verdicts.Verdict.columns`), so
-the book's overview figure (:func:`overview`) draws them instead of re-reading the text.
+the book's figures draw them instead of re-reading the text: the scorecard page's figure of
+every row (:func:`overview`) and the landing page's panel of each chapter (:func:`headlines`,
+with the tallies of each kind of row, :func:`tally`).
 """
 
 from __future__ import annotations
@@ -624,9 +626,10 @@ def headlines(card: pd.DataFrame, chapter: str, names: dict[tuple[str, str], str
     intervals once (the same boots judged against several postings stand for all of them),
     at most ``claims``; a chapter with none shows its first cited changes as they stand (not
     yet measured). Mechanism rows of the author's explanation (never a check or our own
-    reading): those beside a chosen claim first, then the others, each group by how clearly
-    our change shows (in half-widths of its interval, never less than the margin), one per
-    measurement while others are left, at most ``mechanisms``. ``names`` gives each cited
+    reading): those beside a chosen claim first, then the others; within each, a verdict that
+    rests on no single boot before one that does (:func:`caveat`), then by how clearly our
+    change shows (in half-widths of its interval, never less than the margin); one per
+    quantity while other quantities are left, at most ``mechanisms``. ``names`` gives each cited
     table's quantity in words (:func:`quantity_names`). Returns :data:`HEADLINE_COLUMNS`,
     claims first.
     """
@@ -638,6 +641,8 @@ def headlines(card: pd.DataFrame, chapter: str, names: dict[tuple[str, str], str
     if timed.empty:
         chosen = own.head(claims)
     else:
+        # the author's headline first: the cited change in margins (a zero half-width leaves
+        # the margin as the unit), so that a change in points and one in percent compare
         size = _resolved(timed["cited_change"], timed.assign(our_low=0.0, our_high=0.0))
         timed = timed.assign(size=size).sort_values("size", ascending=False, kind="stable")
         chosen = timed.drop_duplicates(["our_change", "our_low", "our_high"]).head(claims)

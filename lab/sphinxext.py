@@ -22,8 +22,9 @@ under ``data/`` would otherwise leave a stale result in the book. This extension
   progress line per notebook (executed, with its time, or taken from the cache);
 * adds ``kb-chapters`` (a toctree of the book's chapters, or of their notebooks, in the order
   :mod:`lab.chapters` finds them), ``kb-scorecard`` (a section with the scorecard table of
-  each chapter) and ``kb-overview`` (the landing page's table of chapters, linked, with what
-  each found), so a new chapter appears in the book without an edit to a shared page.
+  each chapter) and ``kb-overview`` (the landing page's panel of each chapter, linked, with
+  its headline rows and the tallies of each kind of row), so a new chapter appears in the book
+  without an edit to a shared page.
 """
 
 from __future__ import annotations
