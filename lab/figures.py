@@ -8,14 +8,17 @@ bars (a range as a whisker from low to high, an approximate value hatched), and 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import RendererAgg
+from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter
 
-from lab import stats, verdicts
+from lab import scorecard, stats, verdicts
 
 BASELINE_COLOR = "#7f7f7f"
 CHANGE_COLOR = "#d62728"
@@ -50,9 +53,14 @@ take :data:`LEGEND_SIZE` unless a figure asks for larger."""
 VERDICT_COLORS = {
     verdicts.REPRODUCED: "#1a7f37",
     verdicts.DIRECTION: "#1f5fa8",
+    verdicts.NO_CHANGE: "#00695c",
     verdicts.INCONCLUSIVE: "#6b6b6b",
     verdicts.CONTRADICTED: "#c62828",
     verdicts.NOT_COMPARABLE: "#7b4fa0",
+    verdicts.HOLDS: "#37474f",
+    verdicts.FAILS: "#a0522d",
+    verdicts.PASSED: "#4e4e4e",
+    verdicts.FAILED: "#c62828",
     verdicts.UNJUDGED: "#8a6d00",
     verdicts.NOT_YET: "#6b6b6b",
 }
@@ -186,9 +194,14 @@ def rule_graph(dot: str) -> plt.Figure:
 VERDICT_WORDS = {
     verdicts.REPRODUCED: "reproduced",
     verdicts.DIRECTION: "direction",
+    verdicts.NO_CHANGE: "no change",
     verdicts.INCONCLUSIVE: "inconclusive",
     verdicts.CONTRADICTED: "contradicted",
     verdicts.NOT_COMPARABLE: "not comparable",
+    verdicts.HOLDS: "holds",
+    verdicts.FAILS: "fails",
+    verdicts.PASSED: "passed",
+    verdicts.FAILED: "failed",
     verdicts.UNJUDGED: "not judged",
     verdicts.NOT_YET: "not measured",
 }
@@ -222,24 +235,35 @@ def _clip(text: str, chars: int = LABEL_CHARS, keep_end: bool = False) -> str:
 
 
 def _row_label(line: pd.Series, same_group: bool) -> str:
-    """A change row is named by its row (a scope, a symbol, a configuration); a mechanism row
-    under it by its quantity, indented."""
-    if line["kind"] != "mechanism":
-        return _clip(line["row"], keep_end=True)
-    quantity = str(line["column"]).removeprefix("mechanism:").strip()
+    """A change row is named by its row in a reader's words (a scope, a symbol, a
+    configuration); a mechanism row under it by its quantity, indented; a check, or a row of
+    our own reading, which stand apart, by its row and quantity."""
+    if line["kind"] not in ("mechanism", "check"):
+        return _clip(scorecard.plain(line["row"]), keep_end=True)
+    quantity = re.sub(r"^.*?\b(mechanism|check)\b[:,]?\s*", "", str(line["column"]))
     if same_group:
         return "  └ " + _clip(quantity, LABEL_CHARS - 4)
-    return _clip(f"{line['row']}: {quantity}")
+    if line["kind"] == "check":
+        return _clip(quantity)
+    return _clip(f"{scorecard.plain(line['row'])}: {quantity}")
+
+
+APART = (("check", "checks: pass/fail, never support"),
+         ("ours", "our own reading, not the author's"))
+"""The rows the overview figure draws apart under each chapter, and their headings."""
 
 
 def overview_figure(lines: pd.DataFrame, titles: dict[str, str]) -> plt.Figure:
-    """The book at a glance: every cited change of every chapter beside ours, and the verdict.
+    """Every row of the scorecard: every cited change of every chapter beside ours, and the
+    verdict, each row's kind visible.
 
     ``lines`` is :func:`lab.scorecard.overview`; ``titles`` maps a chapter to the heading of its
     panel, in book order (a chapter with no lines says so). Each line draws, on its own scale
     with no change in the middle, our change as a dot with its interval, the cited change as a
-    diamond (hollow when the cited pair implies it) or, for a mechanism row, an arrowhead on the
-    side its direction should take; then the verdict, coloured. Lines without numbers (values of
+    diamond (hollow when the cited pair implies it: a claim) or, for a mechanism row, indented
+    under the claim it stands beside, an arrowhead on the side its direction should take; then
+    the verdict, coloured. A chapter's checks and rows of our own reading stand apart at its end,
+    under headings of their own (:data:`APART`). Lines without numbers (values of
     the author's machine, a count judged without an interval) print what stands there instead.
     The figure is narrow, and no text of it is smaller than :data:`FONT_SIZE`, so that a phone,
     which shows it nearly at its own width, keeps it readable (``tests/book/test_browser.py``).
@@ -254,13 +278,20 @@ def overview_figure(lines: pd.DataFrame, titles: dict[str, str]) -> plt.Figure:
         entries.append(("chapter", title, None, False))
         if part.empty:
             entries.append(("note", "no cited numbers yet", None, False))
+        ours = part["ours_reading"].fillna(False).astype(bool)
+        check = part["row_kind"] == verdicts.CHECK
         previous: tuple[str, str] | None = None
-        for _, line in part.iterrows():
+        for _, line in part[~ours & ~check].iterrows():
             if previous is None or previous[0] != line["measurement"]:
                 entries.append(("measurement", str(line["measurement"]), None, False))
             group = (str(line["measurement"]), str(line["row"]))
             entries.append(("line", "", line, group == previous))
             previous = group
+        for name, heading in APART:
+            apart = part[check if name == "check" else ours & ~check]
+            if len(apart):
+                entries.append(("measurement", heading, None, False))
+                entries += [("line", "", line, False) for _, line in apart.iterrows()]
     heights = {"chapter": head_h, "measurement": sub_h, "line": row_h, "note": row_h}
     key_h = 0.55
     total = key_h + sum(heights[kind] for kind, *_ in entries)
@@ -339,3 +370,151 @@ def _overview_line(ax: plt.Axes, line: pd.Series, same_group: bool, y: float, ce
     ax.text(verdict_x, y, VERDICT_WORDS.get(verdict, verdict), fontsize=FONT_SIZE,
             color=color, va="center", fontweight="bold" if verdict in (
                 verdicts.REPRODUCED, verdicts.CONTRADICTED) else "normal")
+
+
+PANEL_WIDTH = 5.55
+"""A landing-page panel's width in inches on a desktop: two stand side by side in the page's
+column at their own size (96 CSS px per inch), each row in two lines."""
+
+PHONE_PANEL_WIDTH = 4.3
+"""A landing-page panel's width in inches on a phone, which shows it alone across the screen:
+at most 420 px less the page's margins, so that its text stays at least 10 px high; its rows
+wrap to more lines."""
+
+CAVEAT_MARK = "†"
+"""Marks a verdict that rests on one boot or changes without the clock-flagged boots."""
+
+
+_MEASURE_DPI = 300
+_MEASURE = RendererAgg(100, 100, _MEASURE_DPI)
+"""A renderer only to measure text, at a resolution where hinting barely widens it (as a
+browser sets an SVG's text)."""
+
+
+def _inches(text: str, size: float = FONT_SIZE, weight: str = "normal") -> float:
+    """The width of ``text`` as matplotlib sets it in the book's font at ``size`` points, in
+    inches."""
+    prop = FontProperties(size=size, weight=weight)
+    return _MEASURE.get_text_width_height_descent(text, prop, ismath=False)[0] / _MEASURE_DPI
+
+
+def _wrap(text: str, width: float, size: float = FONT_SIZE) -> list[str]:
+    """``text`` broken between words into lines no wider than ``width`` inches."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and _inches(f"{lines[-1]} {word}", size) <= width:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+def _minus(text: str) -> str:
+    """A typeset minus sign for a hyphen that starts a number."""
+    return re.sub(r"(?<![\w)])-(?=\d)", "\u2212", text)
+
+
+KIND_TAG = 0.82
+"""Inches before the glyph of a wide panel's row, where the row's kind ("claim", "mechanism")
+stands; a narrower panel (a phone's) heads each group of rows with its kind instead."""
+
+
+def headline_panel(rows: pd.DataFrame, width: float = PANEL_WIDTH) -> plt.Figure:
+    """One chapter's panel on the landing page: the rows of :func:`lab.scorecard.headlines`,
+    claims then mechanism rows, each row's kind named (before its glyph when the panel is
+    :data:`PANEL_WIDTH` wide or more, else in a heading above each group).
+
+    A row is its label (and on the right its verdict, coloured, marked with
+    :data:`CAVEAT_MARK` when it rests on one boot or on boots whose clock was in doubt), then a
+    glyph on the row's own scale (our change as a dot with its interval, the cited change as a
+    diamond, hollow when a cited pair implies it, or for a mechanism row an arrowhead on the
+    side it should move; 0 on the grey tick) and its numbers in words. The figure is ``width``
+    inches wide (:data:`PANEL_WIDTH` on a desktop, :data:`PHONE_PANEL_WIDTH` on a phone), its
+    text wrapped to it, and no text is smaller than :data:`FONT_SIZE`.
+    """
+    line, gap, glyph = 0.16, 0.05, 0.85
+    tag = KIND_TAG if width >= PANEL_WIDTH else 0.0
+    groups = [(kind, rows[rows["row_kind"] == kind]) for kind in
+              (verdicts.CLAIM, verdicts.MECHANISM)]
+    blocks: list[tuple[str, Any, list[str], list[str]]] = []
+    for kind, group in [(k, g) for k, g in groups if len(g)]:
+        blocks.append(("head" if not tag else "rule", PANEL_GROUPS[kind], [], []))
+        for _, row in group.iterrows():
+            verdict = str(row["verdict"]) + (f" {CAVEAT_MARK}" if row["caveat"] else "")
+            detail = _wrap(_minus(str(row["detail"])), width - tag - glyph - 0.08)
+            label = _wrap(str(row["label"]), width - _inches(verdict) - 0.1)
+            blocks.append(("row", row, label, detail))
+    if tag:
+        blocks = [b for i, b in enumerate(blocks) if b[0] != "rule" or i > 0]
+    heights = [{"head": line, "rule": gap}.get(kind, line * (len(label) + len(detail)) + gap)
+               for kind, _, label, detail in blocks]
+    total = sum(heights) + 0.02 if blocks else line
+    fig = plt.figure(figsize=(width, total))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(total, 0)
+    ax.axis("off")
+    if not blocks:
+        ax.text(0, line / 2, "no cited changes yet", fontsize=FONT_SIZE, style="italic",
+                va="center")
+    y = 0.0
+    for (kind, what, label, detail), h in zip(blocks, heights, strict=True):
+        if kind == "head":
+            ax.text(0, y + line * 0.55, what, fontsize=FONT_SIZE, fontweight="bold",
+                    color=BASELINE_COLOR, va="center")
+            ax.plot([_inches(what, weight="bold") + 0.08, width], [y + line * 0.55] * 2,
+                    color=BASELINE_COLOR, lw=0.5, alpha=0.6)
+        elif kind == "rule":
+            ax.plot([0, width], [y + h / 2] * 2, color=BASELINE_COLOR, lw=0.5, alpha=0.6)
+        else:
+            _panel_row(ax, what, label, detail, y, line, width, glyph, tag)
+        y += h
+    return fig
+
+
+PANEL_GROUPS = {verdicts.CLAIM: "Claims", verdicts.MECHANISM: "Mechanism rows"}
+"""The heading of each group of a narrow panel's rows."""
+
+
+def _panel_row(ax: plt.Axes, row: pd.Series, label: list[str], detail: list[str], y: float,
+               line: float, width: float, glyph: float, tag: float) -> None:
+    """One row of :func:`headline_panel` from its top ``y``; with a ``tag`` column, the row's
+    kind stands in it before the glyph."""
+    verdict = str(row["verdict"])
+    color = VERDICT_COLORS.get(verdict, BASELINE_COLOR)
+    for i, text in enumerate(label):
+        ax.text(0, y + line * (i + 0.5), text, fontsize=FONT_SIZE, va="center")
+    ax.text(width, y + line * 0.5, verdict + (f" {CAVEAT_MARK}" if row["caveat"] else ""),
+            fontsize=FONT_SIZE, va="center", ha="right", color=color,
+            fontweight="bold" if verdict in (verdicts.REPRODUCED, verdicts.CONTRADICTED)
+            else "normal")
+    top = y + line * len(label)
+    if tag:
+        ax.text(0, top + line * 0.5, str(row["row_kind"]), fontsize=FONT_SIZE, va="center",
+                color=BASELINE_COLOR, style="italic")
+    for i, text in enumerate(detail):
+        ax.text(tag + glyph + 0.08, top + line * (i + 0.5), text, fontsize=FONT_SIZE,
+                va="center", color="#3a3a3a")
+    mid = top + line * 0.5
+    centre, half = tag + glyph / 2, glyph / 2 - 0.12
+    ax.plot([centre, centre], [mid - line * 0.4, mid + line * 0.4], color=BASELINE_COLOR,
+            lw=0.8)
+    if pd.isna(row["our_change"]):
+        return
+    known = [abs(v) for v in (row["our_low"], row["our_high"], row["cited_change"])
+             if pd.notna(v)]
+    scale = max(known, default=0) * 1.08 or 1.0
+
+    def at(v: float) -> float:
+        return centre + half * v / scale
+
+    if pd.notna(row["cited_change"]):
+        ax.plot(at(row["cited_change"]), mid, marker="D", markersize=5, color="black",
+                mfc="white" if row["kind"] == "derived change" else "black", zorder=4)
+    elif pd.notna(row["expected_sign"]) and row["expected_sign"] != 0:
+        sign = int(row["expected_sign"])
+        ax.plot(centre + sign * (half + 0.07), mid, marker=">" if sign > 0 else "<",
+                markersize=5, color="black", zorder=4)
+    ax.plot([at(row["our_low"]), at(row["our_high"])], [mid, mid], color=color, lw=2.2,
+            solid_capstyle="butt", zorder=3)
+    ax.plot(at(row["our_change"]), mid, marker="o", markersize=4, color=color, zorder=5)

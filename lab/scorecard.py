@@ -23,13 +23,17 @@ The rule a judge applies (see :func:`compare` and :func:`verdict_rows`):
 Rows that are not cited entries carry their own ``chapter``, ``table``, ``row``, ``column`` and
 ``cited`` (:data:`DERIVED_COLUMNS`). Every judged row also carries the numbers its verdict was
 decided from (:data:`lab.verdicts.NUMBER_COLUMNS`, via :meth:`lab.verdicts.Verdict.columns`), so
-the book's overview figure (:func:`overview`) draws them instead of re-reading the text.
+the book's figures draw them instead of re-reading the text: the scorecard page's figure of
+every row (:func:`overview`) and the landing page's panel of each chapter (:func:`headlines`,
+with the tallies of each kind of row, :func:`tally`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import pandas as pd
 
 from lab import runs, stats, verdicts
@@ -373,14 +377,33 @@ def counts(card: pd.DataFrame, cited: pd.DataFrame) -> dict[str, int]:
     return found
 
 
-def table_view(card: pd.DataFrame) -> pd.DataFrame:
-    """The card as a table shows it: :data:`CARD_COLUMNS`, the numbers stay in the data."""
-    return card[[c if c != "table" else "measurement" for c in CARD_COLUMNS]]
+def row_kinds(card: pd.DataFrame) -> pd.Series:
+    """Each row's kind as a table prints it: "claim", "mechanism", "check", or "mechanism,
+    ours" for a row that tests the book's own reading (:data:`lab.verdicts.ROW_KINDS`)."""
+    return pd.Series([f"{kind}, ours" if ours else str(kind) for kind, ours in
+                      zip(card["row_kind"], card["ours_reading"], strict=True)],
+                     index=card.index, dtype=object)
 
 
-def chapter_view(card: pd.DataFrame, chapter: str) -> pd.DataFrame:
+VIEW_COLUMNS = ["chapter", "id", "measurement", "row", "column", "kind", "cited", "ours",
+                "environment", "verdict", "reason"]
+"""What a scorecard table shows: :data:`CARD_COLUMNS` with each row's kind (:func:`row_kinds`)
+beside the cited value."""
+
+KIND_COLUMNS = ["row_kind", "ours_reading"]
+"""The row kind as data, for the published tables (CSV) beside the printed ``kind``."""
+
+
+def table_view(card: pd.DataFrame, data: bool = False) -> pd.DataFrame:
+    """The card as a table shows it: :data:`VIEW_COLUMNS` (the numbers stay in the data); with
+    ``data`` also :data:`KIND_COLUMNS`, which a published table carries for a program to read."""
+    view = card.assign(kind=row_kinds(card))
+    return view[VIEW_COLUMNS + (KIND_COLUMNS if data else [])]
+
+
+def chapter_view(card: pd.DataFrame, chapter: str, data: bool = False) -> pd.DataFrame:
     """One chapter's rows as the page shows them: ids stay in the notebook, not the table."""
-    part = table_view(card[card["chapter"] == chapter])
+    part = table_view(card[card["chapter"] == chapter], data=data)
     return part.drop(columns=["chapter", "id"]).reset_index(drop=True)
 
 
@@ -418,33 +441,231 @@ def overview(card: pd.DataFrame, chapter_order: list[str]) -> pd.DataFrame:
     return pd.DataFrame(lines, columns=OVERVIEW_COLUMNS)
 
 
-TALLY_NAMES = {verdicts.CLAIM: ("claimed change", "claimed changes"),
-               verdicts.MECHANISM: ("mechanism row", "mechanism rows"),
-               verdicts.CHECK: ("check", "checks")}
-"""How :func:`verdict_summary` names a count of each row kind."""
+TALLIES = {
+    "claims": "the author's changes, cited or implied by a cited pair (the absolute values of "
+              "the author's machine are never compared, so not counted)",
+    "mechanism rows": "counterparts of the author's explanation in another unit, judged for "
+                      "direction",
+    "our readings": "mechanism rows that test the book's own reading, never the author's",
+    "checks": "pass/fail or true by construction, never support",
+}
+"""The groups a tally counts apart (:func:`tally`), and what each holds."""
+
+TALLY_WORDS = {verdicts.PASSED: "passed", verdicts.FAILED: "failed",
+               verdicts.HOLDS: "holds", verdicts.FAILS: "fails"}
+"""Verdicts a tally shortens, since its group already names them ("checks: 2 passed")."""
 
 
-def verdict_summary(lines: pd.DataFrame) -> str:
-    """What :func:`overview` lines of one chapter found, in words, kind by kind: the author's
-    claimed changes (cited and derived), then the mechanism rows (those of our own reading
-    counted apart), then the checks, then the cited values that stand alone, e.g.
-    "4 claimed changes: 1 direction confirmed, 3 inconclusive here; 2 mechanism rows: 2
-    direction confirmed; 2 checks: 2 check passed"."""
-    changes = lines[lines["kind"] != KINDS[1]]
-    values = lines[lines["kind"] == KINDS[1]]
-    parts = []
-    for kind in verdicts.ROW_KINDS:
-        mine = changes[changes["row_kind"] == kind]
-        if not len(mine):
-            continue
-        counted = mine["verdict"].value_counts()
-        found = [f"{counted[v]} {v}" for v in verdicts.VERDICTS if v in counted]
-        one, many = TALLY_NAMES[kind]
-        ours = int(mine["ours_reading"].sum())
-        parts.append(f"{len(mine)} {one if len(mine) == 1 else many}"
-                     + (f" ({ours} of our own reading)" if ours else "") + ": "
-                     + ", ".join(found))
-    for verdict, same in values.groupby("verdict", sort=False):
-        n = int(same["rows"].sum())
-        parts.append(f"{n} cited value{'s' * (n > 1)}: {verdict}")
-    return "; ".join(parts) or "no cited numbers"
+def tally(card: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """How many rows of ``card`` (the whole card or one chapter's part) got each verdict, group
+    by group (:data:`TALLIES`), verdicts in the order of :data:`lab.verdicts.VERDICTS`. The
+    groups never mix: a check or a row of our own reading is never in a support count."""
+    changes = card[card["kind"] != KINDS[1]]
+    ours = changes["ours_reading"].astype(bool)
+    groups = {
+        "claims": changes[(changes["row_kind"] == verdicts.CLAIM) & ~ours],
+        "mechanism rows": changes[(changes["row_kind"] == verdicts.MECHANISM) & ~ours],
+        "our readings": changes[(changes["row_kind"] != verdicts.CHECK) & ours],
+        "checks": changes[changes["row_kind"] == verdicts.CHECK],
+    }
+    found = {}
+    for name, part in groups.items():
+        counted = part["verdict"].value_counts()
+        found[name] = {v: int(counted[v]) for v in verdicts.VERDICTS if v in counted}
+    return found
+
+
+def tally_text(counts: dict[str, int]) -> str:
+    """One group of :func:`tally` in words: "1 reproduced, 3 inconclusive here"; "none"."""
+    return ", ".join(f"{n} {TALLY_WORDS.get(v, v)}" for v, n in counts.items()) or "none"
+
+
+def verdict_summary(card: pd.DataFrame) -> str:
+    """What a chapter's rows found, group by group (:func:`tally`), e.g. "claims: 1
+    reproduced, 3 inconclusive here; mechanism rows: 2 direction confirmed; checks: 2
+    passed"; a group without rows is left out."""
+    parts = [f"{name}: {tally_text(counts)}" for name, counts in tally(card).items() if counts]
+    return "; ".join(parts) or "no cited changes"
+
+
+HEADLINE_CLAIMS = 3
+"""At most this many claims stand in a chapter's panel on the landing page."""
+HEADLINE_MECHANISMS = 2
+"""At most this many mechanism rows stand in a chapter's panel on the landing page."""
+
+HEADLINE_COLUMNS = ["chapter", "measurement", "row", "column", "kind", "verdict", "label",
+                    "detail", "caveat", *verdicts.NUMBER_COLUMNS]
+"""A row of :func:`headlines`: where it stands, its verdict, a label, a line of numbers in
+words, what the verdict rests on (:func:`caveat`), and the numbers a figure draws."""
+
+
+def caveat(reason: str, verdict: str) -> str:
+    """What a verdict rests on, when a reader must know it (:func:`lab.verdicts.judge_boots`
+    says it in the reason): "it rests on one boot", or the verdict without the boots whose
+    clock was in doubt when that differs; "" otherwise."""
+    found = []
+    one = re.search(r"it rests on one ([\w ]+?):", reason)
+    if one:
+        found.append(f"it rests on one {one[1]}")
+    clock = re.search(r"boots had clock trouble \([^)]*\); without them ([a-z ]+?)(?: \(|;|$)",
+                      reason)
+    if clock and clock[1] != verdict:
+        found.append(f"without the boots whose clock was in doubt: {clock[1]}")
+    return "; ".join(found)
+
+
+def plain(text: str) -> str:
+    """A row or column of the card in a reader's words: perf's ``[kernel.kallsyms] [k]``
+    prefix, quotes, an empty ``+ NA``, ``CONFIG_`` and a compiler's version left out."""
+    text = re.sub(r"\[[^\]]*\] \[k\] ", "", str(text))
+    text = re.sub(r"\b(gcc|clang) \d+(\.\d+)*", r"\1", text)
+    text = text.replace('"', "").replace(" + NA", "").replace("CONFIG_", "")
+    return " ".join(text.replace("->", "→").split())
+
+
+def quantity_names(cited: pd.DataFrame, given: dict[tuple[str, str], str] | None = None
+                   ) -> dict[tuple[str, str], str]:
+    """(chapter, cited table) -> what the table measures, short: the name ``given`` for it,
+    else the quantity of its first entry without parentheses, a leading "change of the" or a
+    trailing clause."""
+    names = dict(given or {})
+    for (chapter, table), part in cited.groupby(["chapter", "table"], sort=False):
+        text = re.sub(r"\s+\([^)]*\)", "", str(part["quantity"].iloc[0]))
+        names.setdefault((chapter, table),
+                         text.removeprefix("change of the ").split(",")[0].strip())
+    return names
+
+
+def _suffix(unit: str) -> str:
+    return " %" if unit in ("%", "") else f" {unit}"
+
+
+def _number(value: float, suffix: str, digits: int) -> str:
+    """A signed number as :func:`lab.verdicts.number` prints it, with ``digits`` decimals."""
+    if suffix.strip() == "bytes":
+        return verdicts.number(value, suffix)
+    return f"{value:+,.{digits}f}{suffix}"
+
+
+def _detail(row: pd.Series) -> str:
+    """Numbers in words: "cited -34.8 % · ours +4.0 % (-18.9 to +33.4, n=5+5)"; for a
+    mechanism row the direction it should take instead of a cited change; without numbers,
+    what stands there."""
+    suffix = _suffix(str(row["our_unit"]))
+    shown = [row[c] for c in ("cited_change", "our_change", "our_low", "our_high")]
+    # small differences (shares in points) get two decimals: never "-0.0 to +0.2 points"
+    digits = 2 if suffix.strip() != "%" and max(
+        (abs(v) for v in shown if pd.notna(v)), default=0) < 10 else 1
+    if row["row_kind"] == verdicts.MECHANISM:
+        sign = row["expected_sign"]
+        head = "" if pd.isna(sign) else (
+            "should not move" if sign == 0 else "should rise" if sign > 0 else "should fall")
+    elif pd.notna(row["cited_change"]):
+        head = f"cited {_number(row['cited_change'], suffix, digits)}"
+        if suffix != " %":  # a unit in words is said once, after the cited number
+            suffix = ""
+    else:
+        head = f"cited {row['cited']}"
+    if pd.isna(row["our_change"]):
+        ours = "" if row["ours"] == "—" else f"ours {row['ours']}"
+    elif row["our_low"] == row["our_high"]:
+        ours = f"ours {_number(row['our_change'], suffix, digits)} (exact)"
+    else:
+        n = re.search(r"n=\d+\+\d+", str(row["ours"]))
+        ours = (f"ours {_number(row['our_change'], suffix, digits)} "
+                f"({_number(row['our_low'], '', digits)} to "
+                f"{_number(row['our_high'], '', digits)}" + (f", {n[0]})" if n else ")"))
+    return " · ".join(p for p in (head, ours) if p)
+
+
+def _mechanism_base(column: str) -> tuple[str, str]:
+    """A mechanism row's column as (the variant it names before the colon, the quantity)."""
+    before, _, after = str(column).rpartition("mechanism")
+    return plain(before.strip(" :,")), after.strip(" :,")
+
+
+def _label(row: pd.Series, names: dict[tuple[str, str], str], shared: set[str]) -> str:
+    """A claim: what it measures, where (its row) and in which configuration (a derived
+    row's variant). A mechanism row: its quantity, with the row and variant when several
+    mechanism rows of the chapter measure the same quantity (``shared``)."""
+    if row["row_kind"] == verdicts.MECHANISM:
+        variant, base = _mechanism_base(row["column"])
+        if base not in shared:
+            return base
+        return f"{base}: " + ", ".join(p for p in (plain(row["row"]), variant) if p)
+    what = names.get((row["chapter"], row["measurement"]), plain(row["measurement"]))
+    column = str(row["column"])
+    variant = plain(column.partition(DERIVED_COLUMN)[0].strip(" :,")) if (
+        DERIVED_COLUMN in column) else ""
+    return f"{what}: " + ", ".join(p for p in (plain(row["row"]), variant) if p)
+
+
+def _resolved(value: pd.Series, rows: pd.DataFrame) -> pd.Series:
+    """``value`` in units of what each row resolves: its interval's half-width, never less
+    than its margin (infinite for a non-zero exact change with no margin)."""
+    half = (rows["our_high"] - rows["our_low"]) / 2
+    scale = np.fmax(half.fillna(0), rows["margin"].fillna(0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        size = value.abs() / scale
+    return size.where(scale > 0, np.where(value.abs() > 0, np.inf, 0.0)).fillna(0)
+
+
+def _distinct(ordered: pd.DataFrame, cap: int, key: str) -> pd.DataFrame:
+    """The first ``cap`` rows of ``ordered``, one per value of ``key`` while others are left."""
+    picked: list[int] = []
+    for spread in (True, False):
+        for index, row in ordered.iterrows():
+            taken = {ordered.loc[i, key] for i in picked}
+            if len(picked) < cap and index not in picked and not (spread and row[key] in taken):
+                picked.append(index)
+    return ordered.loc[picked]
+
+
+def headlines(card: pd.DataFrame, chapter: str, names: dict[tuple[str, str], str],
+              claims: int = HEADLINE_CLAIMS, mechanisms: int = HEADLINE_MECHANISMS
+              ) -> pd.DataFrame:
+    """The few rows of a chapter a reader needs first, for its panel on the landing page.
+
+    Claims: the author's changes judged from an interval of ours (not an exact size), the
+    largest cited change first (in margins of its metric, so units compare), each of our
+    intervals once (the same boots judged against several postings stand for all of them),
+    at most ``claims``; a chapter with none shows its first cited changes as they stand (not
+    yet measured). Mechanism rows of the author's explanation (never a check or our own
+    reading): those beside a chosen claim first, then the others; within each, a verdict that
+    rests on no single boot before one that does (:func:`caveat`), then by how clearly our
+    change shows (in half-widths of its interval, never less than the margin); one per
+    quantity while other quantities are left, at most ``mechanisms``. ``names`` gives each cited
+    table's quantity in words (:func:`quantity_names`). Returns :data:`HEADLINE_COLUMNS`,
+    claims first.
+    """
+    part = card[(card["chapter"] == chapter) & (card["kind"] != KINDS[1])]
+    part = part[~part["ours_reading"].astype(bool)]
+    own = part[part["row_kind"] == verdicts.CLAIM]
+    timed = own[own["our_low"].notna() & (own["our_low"] != own["our_high"])
+                & own["cited_change"].notna()]
+    if timed.empty:
+        chosen = own.head(claims)
+    else:
+        # the author's headline first: the cited change in margins (a zero half-width leaves
+        # the margin as the unit), so that a change in points and one in percent compare
+        size = _resolved(timed["cited_change"], timed.assign(our_low=0.0, our_high=0.0))
+        timed = timed.assign(size=size).sort_values("size", ascending=False, kind="stable")
+        chosen = timed.drop_duplicates(["our_change", "our_low", "our_high"]).head(claims)
+    keys = set(zip(chosen["measurement"], chosen["row"], strict=True))
+    mech = part[(part["row_kind"] == verdicts.MECHANISM) & part["our_change"].notna()]
+    mech = mech.assign(
+        beside=[(m, r) in keys for m, r in zip(mech["measurement"], mech["row"], strict=True)],
+        sound=[not caveat(r, v) for r, v in zip(mech["reason"], mech["verdict"], strict=True)],
+        size=_resolved(mech["our_change"], mech),
+        base=[_mechanism_base(c)[1] for c in mech["column"]])
+    mech = mech.sort_values(["beside", "sound", "size"], ascending=False, kind="stable")
+    mech = _distinct(mech.drop_duplicates(["base", "our_change", "our_low", "our_high"]),
+                     mechanisms, "base")
+    shared = {b for b, n in pd.Series([_mechanism_base(c)[1] for c in part.loc[
+        part["row_kind"] == verdicts.MECHANISM, "column"]]).value_counts().items() if n > 1}
+    rows = pd.concat([chosen, mech])
+    labels = [_label(row, names, shared) for _, row in rows.iterrows()]
+    details = [_detail(row) for _, row in rows.iterrows()]
+    caveats = [caveat(r, v) for r, v in zip(rows["reason"], rows["verdict"], strict=True)]
+    return rows.assign(label=labels, detail=details, caveat=caveats).reindex(
+        columns=HEADLINE_COLUMNS).reset_index(drop=True)

@@ -22,8 +22,9 @@ under ``data/`` would otherwise leave a stale result in the book. This extension
   progress line per notebook (executed, with its time, or taken from the cache);
 * adds ``kb-chapters`` (a toctree of the book's chapters, or of their notebooks, in the order
   :mod:`lab.chapters` finds them), ``kb-scorecard`` (a section with the scorecard table of
-  each chapter) and ``kb-overview`` (the landing page's table of chapters, linked, with what
-  each found), so a new chapter appears in the book without an edit to a shared page.
+  each chapter) and ``kb-overview`` (the landing page's panel of each chapter, linked, with
+  its headline rows and the tallies of each kind of row), so a new chapter appears in the book
+  without an edit to a shared page.
 """
 
 from __future__ import annotations
@@ -237,15 +238,20 @@ class _PasteDirective(SphinxDirective):
     option_spec: ClassVar[dict[str, Any]] = {"name": lambda arg: arg.strip()}
     provenance: dict[str, Any] | None = None
     label = ""
+    glued: frozenset[str] = frozenset()
+    glue: ClassVar[dict[str, Any]] = {}
 
-    def glue_data(self) -> tuple[str, str, dict[str, Any]] | None:
-        """(docname, key, mime bundle) of the argument, or ``None`` after a warning.
+    def glue_data(self, reference: str | None = None) -> tuple[str, str, dict[str, Any]] | None:
+        """(docname, key, mime bundle) of ``reference`` (by default the argument), or ``None``
+        after a warning.
 
-        Also keeps the key's provenance record, if the notebook glued one, in ``provenance``.
+        Also keeps the key's provenance record, if the notebook glued one, in ``provenance``,
+        and every key the notebook glued in ``glued``.
         """
-        ref, sep, key = self.arguments[0].partition("::")
+        reference = reference or self.arguments[0]
+        ref, sep, key = reference.partition("::")
         if not sep:
-            self._warn(f"'{self.arguments[0]}' is not of the form /notebooks/<doc>.md::<key>")
+            self._warn(f"'{reference}' is not of the form /notebooks/<doc>.md::<key>")
             return None
         _, path = self.env.relfn2path(ref, self.env.docname)
         docname = self.env.path2doc(path)
@@ -256,6 +262,8 @@ class _PasteDirective(SphinxDirective):
         folder = Path(self.env.mystnb_config.output_folder)
         glue_file = folder.joinpath(*docname.split("/")).with_suffix(".glue.json")
         data = json.loads(glue_file.read_text()) if glue_file.exists() else {}
+        self.glue = data
+        self.glued = frozenset(data)
         if key not in data:
             self._warn(f"glue key {key!r} not found in {docname}: glue it in that notebook "
                        f"(lab.notebook.glue_*), or correct the key")
@@ -302,12 +310,30 @@ class _PasteDirective(SphinxDirective):
                  nodes.literal("", f"{folder}/{self.label}.*"), nodes.Text(")")]
         return line
 
-    def box(self, folder: str, links: list[nodes.reference]) -> nodes.container:
-        """The "cite / reproduce" box under a figure or table with a provenance record."""
+    def box(self, folder: str, links: list[nodes.reference], short: bool = False
+            ) -> nodes.container:
+        """The "cite / reproduce" box under a figure or table with a provenance record.
+
+        ``short`` (the landing page): one ``make reproduce CHAPTER=<name>`` line per chapter
+        with its run ids, and where the manifests' sha256 stand, instead of each run's
+        manifest and the exact variants."""
         box = nodes.container(classes=["kb-provenance"])
         box += nodes.paragraph("", "", nodes.strong("", "Cite / reproduce"),
                                classes=["kb-provenance-title"])
-        for source in self.provenance["sources"]:
+        order = {c.name: i for i, c in enumerate(chapters.book())}
+        sources = sorted(self.provenance["sources"],
+                         key=lambda s: order.get(s["chapter"], len(order)))
+        for source in sources if short else self.provenance["sources"]:
+            if short:
+                command = f"make reproduce CHAPTER={source['chapter']}"
+                item = nodes.paragraph("", "", nodes.literal("", command, classes=["kb-command"]),
+                                       nodes.Text(" (runs "))
+                for i, run in enumerate(source["runs"]):
+                    item += [nodes.Text(", ")] if i else []
+                    item += nodes.literal("", run["id"], classes=["kb-run-id"])
+                item += nodes.Text(")")
+                box += item
+                continue
             box += nodes.paragraph("", "", nodes.Text("Re-measure: "),
                                    nodes.literal("", source["command"],
                                                  classes=["kb-command"]))
@@ -327,7 +353,8 @@ class _PasteDirective(SphinxDirective):
         cite = citation(self.env.app)
         ids = [r["id"] for s in self.provenance["sources"] for r in s["runs"]]
         html_only = addnodes.only(expr="html")
-        html_only += self.downloads(folder, links)
+        if links:
+            html_only += self.downloads(folder, links)
         html_only += nodes.raw("", "<details class=\"kb-cite\"><summary>Cite the book, "
                                f"{cite.state} (BibTeX, CFF)</summary>", format="html")
         bibtex, cff = cite.bibtex(self.label, ids), cite.cff(self.label, ids)
@@ -338,18 +365,11 @@ class _PasteDirective(SphinxDirective):
         _store(self.env, "kb_cited_state")[self.env.docname] = cite.state
         return box
 
-    def _warn(self, message: str) -> None:
-        LOGGER.warning(f"{self.name}: {message}", location=self.get_location())
 
-
-class KbFigure(_PasteDirective):
-    """A numbered figure from a notebook's glued matplotlib figure."""
-
-    def run(self) -> list[nodes.Node]:
-        found = self.glue_data()
-        if found is None:
-            return []
-        docname, key, bundle = found
+    def write_figure(self, docname: str, key: str, bundle: dict[str, Any]
+                     ) -> tuple[dict[str, Path], str] | None:
+        """Write a glued figure's SVG, PDF and PNG under ``_build/figures/<docname>/`` and
+        return them with the URI an image node takes, or ``None`` after a warning."""
         outdir = Path(self.env.app.outdir).parent / "figures" / docname
         outdir.mkdir(parents=True, exist_ok=True)
         written = {}
@@ -364,10 +384,27 @@ class KbFigure(_PasteDirective):
                 written[ext] = target
         if "svg" not in written and "png" not in written:
             self._warn(f"glue key {key!r} holds no image; glue a matplotlib figure")
-            return []
+            return None
         # "key.*": each builder takes the best rendering it supports, the HTML book the SVG,
         # the LaTeX book the PDF, so the printed figures stay vector graphics.
-        uri = "/" + (outdir / f"{key}.*").relative_to(Path(self.env.srcdir)).as_posix()
+        return written, "/" + (outdir / f"{key}.*").relative_to(Path(self.env.srcdir)).as_posix()
+
+    def _warn(self, message: str) -> None:
+        LOGGER.warning(f"{self.name}: {message}", location=self.get_location())
+
+
+class KbFigure(_PasteDirective):
+    """A numbered figure from a notebook's glued matplotlib figure."""
+
+    def run(self) -> list[nodes.Node]:
+        found = self.glue_data()
+        if found is None:
+            return []
+        docname, key, bundle = found
+        files = self.write_figure(docname, key, bundle)
+        if files is None:
+            return []
+        written, uri = files
         figure = nodes.figure("", nodes.image(uri=uri, alt=key))
         figure += nodes.caption("", "", *self.caption_nodes())
         links = [self.stable(written[ext], "figures", ext)
@@ -383,7 +420,13 @@ class KbFigure(_PasteDirective):
 
 
 class KbTable(_PasteDirective):
-    """A numbered table from a notebook's glued :class:`lab.notebook.Table`."""
+    """A numbered table from a notebook's glued :class:`lab.notebook.Table`.
+
+    ``:csv-only: a, b`` names columns that the published CSV carries for a program to read
+    (a row's kind as data) but the page leaves out, since another column prints them."""
+
+    option_spec: ClassVar[dict[str, Any]] = {**_PasteDirective.option_spec,
+                                             "csv-only": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
         found = self.glue_data()
@@ -393,7 +436,13 @@ class KbTable(_PasteDirective):
         if TABLE_MIME not in bundle:
             self._warn(f"glue key {key!r} is not a table; glue it with lab.notebook.glue_table")
             return []
-        columns, rows = bundle[TABLE_MIME]["columns"], bundle[TABLE_MIME]["rows"]
+        every, data = bundle[TABLE_MIME]["columns"], bundle[TABLE_MIME]["rows"]
+        hidden = {c.strip() for c in self.options.get("csv-only", "").split(",") if c.strip()}
+        if hidden - set(every):
+            self._warn(f"csv-only columns {sorted(hidden - set(every))} are not in {key!r}")
+        kept = [i for i, c in enumerate(every) if c not in hidden]
+        columns = [every[i] for i in kept]
+        rows = [[r[i] for i in kept] for r in data]
         wide = ["kb-wide"] if len(columns) > WIDE_COLUMNS else []
         table = nodes.table(classes=["kb-table", *wide])
         table += nodes.title("", "", *self.caption_nodes())
@@ -407,7 +456,7 @@ class KbTable(_PasteDirective):
         if not self.provenance:
             return [table]
         out = io.StringIO()
-        csv.writer(out, lineterminator="\n").writerows([columns, *rows])
+        csv.writer(out, lineterminator="\n").writerows([every, *data])
         target = Path(self.env.app.outdir).parent / "figures" / docname / f"{key}.csv"
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.exists() or target.read_text(encoding="utf-8") != out.getvalue():
@@ -444,7 +493,9 @@ class KbChapters(TocTree):
 
 class KbScorecard(SphinxDirective):
     """One section per book chapter with its scorecard table (glued by the scorecard
-    notebook under ``scorecard-<chapter>-table`` and ``-count``)."""
+    notebook under ``scorecard-<chapter>-table`` and ``-count``). The page prints each row's
+    kind in ``kind``; the published CSV also carries it as data (``row_kind``,
+    ``ours_reading``)."""
 
     required_arguments = 1  # the notebook that glues the tables, e.g. /notebooks/scorecard.md
 
@@ -456,38 +507,72 @@ class KbScorecard(SphinxDirective):
             lines += [f"(scorecard-{c.name})=", f"## {c.label}", "",
                       f":::{{kb-table}} {nb}::scorecard-{c.name}-table",
                       f":name: tab-scorecard-{c.name}",
+                      ":csv-only: row_kind, ours_reading",
                       f"{c.label}: the {{glue:text}}`{nb}::scorecard-{c.name}-count` rows of "
                       f"{{doc}}`/book/{c.name}`: every number cited there, the change each cited "
-                      "pair implies and the mechanism rows, with ours where measured.", ":::",
-                      ""]
+                      "pair implies, the mechanism rows and the checks, each with its kind, "
+                      "and ours where measured.", ":::", ""]
         holder = nodes.section()
         self.state.nested_parse(StringList(lines, source="lab.chapters"), self.content_offset,
                                 holder, match_titles=True)
         return list(holder.children)
 
 
-class KbOverview(SphinxDirective):
-    """The landing page's table beside the overview figure: one row per book chapter, linking
-    to the chapter and to its section of the scorecard, with what its rows found (glued by the
-    scorecard notebook under ``scorecard-<chapter>-summary``). A figure cannot be tapped on a
-    phone, a table of links can; a new chapter appears without an edit here."""
+OVERVIEW_GROUPS = {"claims": "Claims", "mechanism": "Mechanism rows", "ours": "Our readings",
+                   "checks": "Checks"}
+"""The tallies under each landing-page panel, as the scorecard notebook glues them
+(``scorecard-<chapter>-tally-<group>``), and how the panel names them."""
 
-    required_arguments = 1  # the notebook that glues the summaries, e.g. /notebooks/scorecard.md
+
+class KbOverview(_PasteDirective):
+    """The book at a glance, on the landing page: one panel per book chapter, in book order.
+
+    A panel links to its chapter and to the chapter's section of the scorecard, shows the
+    chapter's headline rows (the figure ``scorecard-<chapter>-panel`` the scorecard notebook
+    glues, and in HTML ``-panel-phone``, drawn for a phone's width, which the stylesheet shows
+    there instead) and, under it, how many rows of each kind got each verdict
+    (``scorecard-<chapter>-tally-<group>``, :data:`OVERVIEW_GROUPS`). The directive's content
+    is a last cell that says how to read them. When the notebook declared the runs
+    (``scorecard-landing-provenance``) a short "cite / reproduce" box follows: one ``make
+    reproduce CHAPTER=<name>`` per chapter. A new chapter appears without an edit here."""
+
+    option_spec: ClassVar[dict[str, Any]] = {}
 
     def run(self) -> list[nodes.Node]:
-        """Render the table as a MyST list-table and parse it in place."""
+        """Write the panels' figures, then render the grid as MyST and parse it in place."""
         nb = self.arguments[0]
-        lines = [":::{list-table}", ":header-rows: 1", ":class: kb-overview-table", "",
-                 "* - Chapter", "  - What its rows found here"]
+        lines = [":::::{container} kb-panels", ""]
         for c in chapters.book():
-            lines += [f"* - {{doc}}`{c.label} </book/{c.name}>`",
-                      f"  - {{glue:text}}`{nb}::scorecard-{c.name}-summary` "
-                      f"({{ref}}`every row <scorecard-{c.name}>`)"]
-        lines.append(":::")
-        holder = nodes.section()
+            alt = (f":alt: {c.label}: its headline claims and mechanism rows, ours beside the "
+                   "cited, with the verdicts")
+            found = self.glue_data(f"{nb}::scorecard-{c.name}-panel")
+            files = found and self.write_figure(*found)
+            phone = self.glue_data(f"{nb}::scorecard-{c.name}-panel-phone")
+            narrow = phone and self.write_figure(*phone)
+            if not files or not narrow:
+                continue
+            lines += ["::::{container} kb-panel", "",
+                      f"**{{doc}}`{c.label} </book/{c.name}>`** · "
+                      f"{{ref}}`every row <scorecard-{c.name}>`", "",
+                      f"```{{image}} {files[1]}", alt, ":class: kb-panel-figure kb-desktop",
+                      "```", "", ":::{only} html", f"```{{image}} {narrow[1]}", alt,
+                      ":class: kb-panel-figure kb-phone", "```", ":::", "",
+                      ":::{container} kb-tally", ""]
+            for group, name in OVERVIEW_GROUPS.items():
+                key = f"scorecard-{c.name}-tally-{group}"
+                if key in self.glued:
+                    lines += [f"{name}: {{glue:text}}`{nb}::{key}`", ""]
+            lines += [":::", "", "::::", ""]
+        lines += ["::::{container} kb-panel kb-key", "", *self.content, "", "::::", "", ":::::"]
+        holder = nodes.container(classes=["kb-overview"])
         self.state.nested_parse(StringList(lines, source="lab.chapters"), self.content_offset,
                                 holder)
-        return list(holder.children)
+        record = self.glue.get("scorecard-landing-provenance", {}).get("data", {})
+        self.provenance = record.get(provenance.MIME)
+        if not self.provenance:
+            return [holder]
+        self.label = "book-at-a-glance"
+        return [holder, self.box("figures", [], short=True)]
 
 
 def builder_inited(app: Sphinx) -> None:

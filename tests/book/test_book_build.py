@@ -7,6 +7,7 @@ cited value changed; the jupyter-cache records show which notebooks executed eac
 from __future__ import annotations
 
 import ast
+import csv
 import hashlib
 import json
 import re
@@ -155,17 +156,62 @@ def test_every_legend_is_legible(built: Path) -> None:
 
 
 def test_the_landing_page_shows_every_chapter_at_a_glance(built: Path) -> None:
-    """The index carries the overview figure with its runs and box, and beside it a table that
-    links every chapter and its scorecard section."""
-    html = (built / "_build" / "html" / "book" / "index.html").read_text(encoding="utf-8")
+    """The index carries one panel per chapter, in book order: a link to the chapter and to its
+    scorecard section, its headline figure (drawn for a desktop and for a phone) and the tallies
+    of each kind of row, checks counted only as passed or failed; then a short cite / reproduce
+    box with one make reproduce line per chapter. The every-row figure is on the scorecard
+    page, with its full box."""
+    html_dir = built / "_build" / "html"
+    html = (html_dir / "book" / "index.html").read_text(encoding="utf-8")
     overview = html[html.index('class="kb-overview'):]
-    assert 'id="fig-overview"' in overview and "kb-provenance" in overview
-    assert re.search(r'kb-run-id[^>]*><span[^>]*>\d{8}T', overview)
-    for chapter in chapters.book():
-        assert f'href="{chapter.name}.html"' in overview, chapter.name
-        assert f'href="scorecard.html#scorecard-{chapter.name}"' in overview, chapter.name
+    panels = overview.split('class="kb-panel docutils container"')[1:]
+    assert len(panels) == len(BOOK)
+    for chapter, panel in zip(chapters.book(), panels, strict=True):
+        assert f'href="{chapter.name}.html"' in panel, chapter.name
+        assert f'href="scorecard.html#scorecard-{chapter.name}"' in panel, chapter.name
+        assert f"scorecard-{chapter.name}-panel.svg" in panel, chapter.name
+        assert f"scorecard-{chapter.name}-panel-phone.svg" in panel, chapter.name
+        tally = unescape(re.sub(r"<[^>]+>", "", panel[panel.index("kb-tally"):]))
+        assert "Claims: " in tally, chapter.name
+        checks = re.search(r"Checks: ([^\n]*)", tally)
+        if checks:
+            assert re.fullmatch(r"\d+ (passed|failed)(, \d+ (passed|failed))?",
+                                checks[1].strip()), checks[1]
+        assert "direction confirmed" not in (checks[1] if checks else "")
+    box = overview[overview.index('class="kb-provenance'):]
+    box = unescape(re.sub(r"<[^>]+>", "", box[:box.index("</details>")]))
+    commands = re.findall(r"make reproduce CHAPTER=([\w-]+)(.*)", box)
+    assert [c for c, _ in commands] == BOOK
+    assert all(not rest.strip().startswith(("VARIANTS", "REPS", "ACCEL")) for _, rest in commands)
+    assert "VARIANTS=" not in box and not re.search(r"[0-9a-f]{64}", box)
+    assert re.search(r"\(runs \d{8}T", box)
+    scorecard = page(built, "scorecard")
+    assert 'id="fig-overview"' in scorecard and "kb-provenance" in scorecard
+    assert 'id="fig-overview"' not in html
     for ext in ("svg", "pdf", "png"):
-        assert (built / "_build" / "html" / "figures" / f"fig-overview.{ext}").stat().st_size > 1000
+        assert (html_dir / "figures" / f"fig-overview.{ext}").stat().st_size > 1000
+
+
+def test_the_scorecard_csvs_carry_the_row_kind(built: Path) -> None:
+    """Each published scorecard table (tables/tab-scorecard-<chapter>.csv) carries every row's
+    kind as data, beside the printed kind; the page shows the printed one only."""
+    tables = built / "_build" / "html" / "tables"
+    html = page(built, "scorecard")
+    for chapter in BOOK:
+        with (tables / f"tab-scorecard-{chapter}.csv").open(encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        assert rows, chapter
+        assert {"kind", "row_kind", "ours_reading"} <= set(rows[0]), chapter
+        for row in rows:
+            assert row["row_kind"] in ("claim", "mechanism", "check"), row
+            assert row["ours_reading"] in ("True", "False"), row
+            ours = ", ours" if row["ours_reading"] == "True" else ""
+            assert row["kind"] == row["row_kind"] + ours, row
+            if row["row_kind"] == "check":
+                assert row["verdict"] in ("check passed", "check failed"), row
+        table = html[html.index(f'id="tab-scorecard-{chapter}"'):]
+        head = table[:table.index("</thead>")]
+        assert "<p>kind</p>" in head and "row_kind" not in head, chapter
 
 
 def test_unchanged_rebuild_executes_nothing(built: Path) -> None:
@@ -212,11 +258,11 @@ def test_measured_figures_and_tables_cite_their_runs(built: Path) -> None:
             text = unescape(re.sub(r"<[^>]+>", "", box))
             command = re.search(r"make reproduce CHAPTER=([\w-]+)", text)
             assert command, text[:300]
-            for run_id, sha in re.findall(
-                    r"data/runs/[\w-]+/([\w.-]+)/manifest\.json.*?sha256 <code[^>]*>"
+            for owner, run_id, sha in re.findall(
+                    r"data/runs/([\w-]+)/([\w.-]+)/manifest\.json.*?sha256 <code[^>]*>"
                     r"<span[^>]*>([0-9a-f]{64})</span>", box, re.S):
                 assert run_id in ids
-                manifest = built / "data" / "runs" / command[1] / run_id / "manifest.json"
+                manifest = built / "data" / "runs" / owner / run_id / "manifest.json"
                 assert hashlib.sha256(manifest.read_bytes()).hexdigest() == sha
             for href in re.findall(r'href="(\.\./(?:figures|tables)/[^"]+)"', box):
                 assert (html_dir / "book" / href).resolve().stat().st_size > 100, href

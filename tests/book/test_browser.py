@@ -14,8 +14,10 @@ that first.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,8 +85,27 @@ SMALLEST_TEXT_PX = 10
 """The smallest text, in CSS pixels, a figure may show on a phone."""
 
 OVERVIEW = "fig-overview"
-"""The landing page's figure: drawn to fit a phone, with no text under lab.figures.FONT_SIZE;
-every other figure's smallest text is a legend at lab.figures.LEGEND_SIZE."""
+"""The scorecard page's figure of every row: drawn to fit a phone, with no text under
+lab.figures.FONT_SIZE; every other figure's smallest text is a legend at
+lab.figures.LEGEND_SIZE."""
+
+SCREEN = (1400, 1000)
+"""The desktop screen the landing page's panels and tallies must fit on, in CSS pixels."""
+
+LANDING = """(() => {
+  const grid = document.querySelector('div.kb-overview div.kb-panels');
+  if (!grid) return null;
+  const box = grid.getBoundingClientRect();
+  const shown = [...grid.querySelectorAll('div.kb-panel img')]
+      .filter(i => getComputedStyle(i).display !== 'none')
+      .map(i => ({src: i.currentSrc || i.src,
+                  scale: i.getBoundingClientRect().width / i.naturalWidth}));
+  return {top: box.top + scrollY, width: box.width, height: box.height,
+          panels: grid.querySelectorAll('div.kb-panel').length, shown,
+          tallies: [...grid.querySelectorAll('div.kb-tally')].map(t => t.innerText)};
+})()"""
+"""Where the landing page's panels stand, how large they are, which panel images show (one of
+each panel's two renderings) at what scale, and the text of each panel's tallies."""
 
 
 LOCAL = ("file", "data", "blob", "about")
@@ -169,7 +190,7 @@ def report(html: Path) -> Iterator[dict[str, Any]]:
                     " or set KERNEL_BOOK_CHROMIUM")
     found: dict[str, list[Any]] = {k: [] for k in
                                    ("console", "images", "links", "desktop", "phone",
-                                    "network", "screenshots", "pages", "figures")}
+                                    "network", "screenshots", "pages", "figures", "landing")}
     ids: dict[Path, set[str]] = {}
     hrefs: dict[Path, list[str]] = {}
     shots = _screenshot_names()
@@ -179,7 +200,7 @@ def report(html: Path) -> Iterator[dict[str, Any]]:
             rel = path.relative_to(html).as_posix()
             found["pages"].append(rel)
             page.events.clear()
-            page.resize(DESKTOP)
+            page.resize(*SCREEN)
             page.navigate(path.as_uri())
             found["images"] += [f"{rel}: {src}" for src in page.evaluate(IMAGES)]
             links = page.evaluate(LINKS)
@@ -187,10 +208,20 @@ def report(html: Path) -> Iterator[dict[str, Any]]:
             hrefs[path] = links["hrefs"]
             found["desktop"] += [f"{rel}: {p}" for p in
                                  _layout_problems(page.evaluate(MEASURE), strict=True)]
+            if rel == "book/index.html":
+                page.evaluate(IMAGES)
+                found["landing"].append({"viewport": DESKTOP, **(page.evaluate(LANDING) or {})})
+                shot = page.send("Page.captureScreenshot", format="png")["data"]
+                first = SCREENSHOTS / f"index-{SCREEN[0]}x{SCREEN[1]}.png"
+                first.parent.mkdir(parents=True, exist_ok=True)
+                first.write_bytes(base64.b64decode(shot))
+                found["screenshots"].append(first)
             if rel in shots:
                 found["screenshots"] += page.screenshot(SCREENSHOTS / f"{shots[rel]}-{DESKTOP}")
             page.resize(PHONE)
             browser.settle(0.3)
+            if rel == "book/index.html":
+                found["landing"].append({"viewport": PHONE, **(page.evaluate(LANDING) or {})})
             found["phone"] += [f"{rel}: {p}" for p in
                                _layout_problems(page.evaluate(MEASURE), strict=False)]
             found["figures"] += [{"page": rel, **f} for f in page.evaluate(FIGURES)]
@@ -252,6 +283,41 @@ def test_screenshots_of_every_chapter(report: dict[str, Any]) -> None:
             assert shot in report["screenshots"], shot
             assert shot.stat().st_size > 10_000, shot
             assert shot.read_bytes().startswith(b"\x89PNG"), shot
+
+
+def test_the_landing_panels_fit_one_screen(report: dict[str, Any]) -> None:
+    """On a 1400 x 1000 screen the landing page's panels, with their tallies, are no larger
+    than the screen and start on it; each chapter has one panel, and each shows one image."""
+    desktop = next(m for m in report["landing"] if m["viewport"] == DESKTOP)
+    assert desktop["panels"] == len(chapters.book()) + 1  # and the cell that says how to read
+    assert desktop["width"] <= SCREEN[0] and desktop["height"] <= SCREEN[1], desktop
+    assert desktop["top"] < SCREEN[1] / 2, desktop
+    assert len(desktop["shown"]) == len(chapters.book())
+    assert all("-panel.svg" in i["src"] and i["scale"] > 0.99 for i in desktop["shown"])
+
+
+def test_the_landing_tallies_keep_the_kinds_apart(report: dict[str, Any]) -> None:
+    """Each panel's tallies name the kinds of rows, and a check is only ever passed or failed,
+    never in a count of support."""
+    for measured in report["landing"]:
+        assert len(measured["tallies"]) == len(chapters.book())
+        for tally in measured["tallies"]:
+            assert tally.startswith("Claims: "), tally
+            for line in tally.splitlines():
+                if line.startswith("Checks: "):
+                    assert set(re.findall(r"\d+ ([a-z ]+?)(?:,|$)", line[8:])) <= {
+                        "passed", "failed"}, line
+
+
+def test_the_landing_panels_are_legible_on_a_phone(report: dict[str, Any]) -> None:
+    """On a phone each panel shows its rendering for a phone's width, scaled so that its text
+    stays at least SMALLEST_TEXT_PX high."""
+    phone = next(m for m in report["landing"] if m["viewport"] == PHONE)
+    assert len(phone["shown"]) == len(chapters.book())
+    for image in phone["shown"]:
+        assert "-panel-phone.svg" in image["src"], image
+        assert FONT_SIZE * 4 / 3 * image["scale"] >= SMALLEST_TEXT_PX, image
+    assert phone["width"] <= PHONE
 
 
 def test_figures_are_legible_on_a_phone(report: dict[str, Any]) -> None:

@@ -63,7 +63,8 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
         ("not ours", HISTORY),
     ("method.md", "The guest kernel runs unchanged and is functionally exact"):
         ("not ours", CODE),
-    ("method.md", "*reproduced* needs an interval that excludes zero"): ("not ours", RULE),
+    ("method.md", "A change whose whole interval lies inside its margin is *no change at this"):
+        ("not ours", RULE),
     ("pipeline.md", "`ACCEL=auto` probes KVM by booting real guests"): ("not ours", CODE),
     ("qpw.md", "Shrinking a cache, destroying it"): ("not ours", CODE),
     ("qpw.md", "Posted by Marcelo Tosatti on 2026-02-06"): ("not ours", HISTORY),
@@ -71,11 +72,12 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
     ("qpw.md", "adds `include/linux/pwlocks.h`"): ("not ours", CODE),
     ("sched-ext.md", "Otherwise the code falls through to `schedule_deferred()`"):
         ("not ours", CODE),
-    ("scorecard.md", "A cited \"no change\" is reproduced only by an exact 0"): ("not ours", RULE),
-    ("scorecard.md", "or excludes 0 where the author saw no change"): ("not ours", RULE),
-    ("scorecard.md", "the interval contains 0, so this environment cannot tell"):
+    ("scorecard.md", "A cited \"no change\" is reproduced by an interval that lies wholly"):
         ("not ours", RULE),
-    ("scorecard.md", "For a cited \"no change\", an interval that contains 0"): ("not ours", RULE),
+    ("scorecard.md", "our whole interval lies inside the metric's margin where the author saw"):
+        ("not ours", RULE),
+    ("scorecard.md", "A mechanism row is judged by the same intervals and margins"):
+        ("not ours", RULE),
     ("workqueue.md", "adds the task to an on-stack `wake_q` under the lock"): ("not ours", CODE),
     ("workqueue.md", "The code is the posting's, unchanged."): ("not ours", HISTORY),
     ("workqueue.md", "*v3* and *v4* shrink the series"): ("not ours", HISTORY),

@@ -336,18 +336,26 @@ def test_the_judged_numbers_reach_the_card(tmp_path: Path) -> None:
     assert gain["cited_change"] == pytest.approx(8.9)
     assert card.loc["workqueue-tput-cache-baseline", "kind"] == "cited value"
     assert card.loc["workqueue-tput-numa-gain", "our_unit"] == ""
-    assert set(scorecard.chapter_view(card.reset_index(), "workqueue").columns).isdisjoint(
-        scorecard.DATA_COLUMNS)
+    view = scorecard.chapter_view(card.reset_index(), "workqueue")
+    assert set(view.columns).isdisjoint(set(scorecard.DATA_COLUMNS) - {"kind"})
+    assert set(view["kind"]) == {"claim"}  # the printed row kind, not where the row comes from
 
 
-def test_the_overview_draws_or_counts_every_row_of_the_card() -> None:
-    """Every row a judge emits is a line of the overview figure (or counted in one), in book
-    order, and a chapter that no run measures shows its cited values as not yet measured."""
+@pytest.fixture(scope="module")
+def book_card() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The committed card, once for the module: (cited frame, judged rows, card)."""
     frame = cited.to_frame(cited.load_all())
     judged = judges.judged(frame)
+    return frame, judged, scorecard.build(frame, runs.measured_for_cited(), judged)
+
+
+def test_the_overview_draws_or_counts_every_row_of_the_card(
+        book_card: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]) -> None:
+    """Every row a judge emits is a line of the overview figure (or counted in one), in book
+    order, and a chapter that no run measures shows its cited values as not yet measured."""
+    frame, judged, card = book_card
     order = [c.name for c in chapters.book()]
-    lines = scorecard.overview(scorecard.build(frame, runs.measured_for_cited(), judged), order)
-    card = scorecard.build(frame, runs.measured_for_cited(), judged)
+    lines = scorecard.overview(card, order)
     assert lines["rows"].sum() == len(card)
     assert list(dict.fromkeys(lines["chapter"])) == [c for c in order if c in set(card["chapter"])]
     changes = card[card["kind"] != "cited value"]
@@ -357,9 +365,8 @@ def test_the_overview_draws_or_counts_every_row_of_the_card() -> None:
     assert drawn["cited_change"].notna().sum() + drawn["expected_sign"].notna().sum() == len(
         drawn)
     for chapter in set(order) - set(judges.judges()):
-        alone = lines[lines["chapter"] == chapter]
+        alone = card[card["chapter"] == chapter]
         assert set(alone["verdict"]) <= {scorecard.NOT_YET, runs.UNJUDGED}
-        assert scorecard.verdict_summary(alone).endswith(": not yet measured") or alone.empty
     # a row another branch's judge adds appears without a change to the overview
     extra = judged.iloc[[-1]].assign(id="x-mechanism-new", column="mechanism: a new count",
                                      verdict=verdicts.CONTRADICTED)
@@ -369,17 +376,203 @@ def test_the_overview_draws_or_counts_every_row_of_the_card() -> None:
     assert (more["column"] == "mechanism: a new count").sum() == 1
 
 
-def test_the_overview_figure_has_a_line_per_overview_line() -> None:
-    frame = cited.to_frame(cited.load_all())
-    card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame))
+def test_the_full_figure_shows_each_rows_kind_and_sets_checks_apart(
+        book_card: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]) -> None:
+    """The scorecard page's figure: a verdict per line, every check and row of our own reading
+    under its chapter's headings for them (never among the claims), short verdict words, and no
+    text under lab.figures.FONT_SIZE."""
+    _, _, card = book_card
     titles = {c.name: c.label for c in chapters.book()}
     lines = scorecard.overview(card, list(titles))
     fig = figures.overview_figure(lines, titles)
-    texts = [t.get_text() for t in fig.axes[0].texts]
+    texts = fig.axes[0].texts
+    words = [t.get_text() for t in texts]
     for title in titles.values():
-        assert title in texts
-    right = max(t.get_position()[0] for t in fig.axes[0].texts)  # the verdict column
-    words = [t.get_text() for t in fig.axes[0].texts if t.get_position()[0] == right]
-    assert words == [figures.VERDICT_WORDS[v] for v in lines["verdict"]]
+        assert title in words
+    right = max(t.get_position()[0] for t in texts)  # the verdict column
+    shown = [t.get_text() for t in texts if t.get_position()[0] == right]
+    assert sorted(shown) == sorted(figures.VERDICT_WORDS[v] for v in lines["verdict"])
+    assert set(shown) <= set(figures.VERDICT_WORDS.values())
+    headings = dict(figures.APART)
+    for name, part in lines.groupby("chapter", sort=False):
+        own = [t.get_text() for t in texts]
+        start = own.index(titles[name])
+        stop = min([own.index(titles[c]) for c in titles if own.index(titles[c]) > start],
+                   default=len(own))
+        chapter = own[start:stop]
+        for kind, rows in (("check", part[part["row_kind"] == verdicts.CHECK]),
+                           ("ours", part[part["ours_reading"].astype(bool)])):
+            if len(rows):
+                head = chapter.index(headings[kind])
+                after = chapter[head:]
+                passed = {figures.VERDICT_WORDS[v] for v in rows["verdict"]}
+                assert passed <= set(after), (name, kind)
+    checks = lines[lines["row_kind"] == verdicts.CHECK]
+    assert set(checks["verdict"]) <= {verdicts.PASSED, verdicts.FAILED}
+    assert not any("+ NA" in w for w in words)
     legend = fig.axes[0].get_legend().get_texts()
-    assert min(t.get_fontsize() for t in [*fig.axes[0].texts, *legend]) >= figures.FONT_SIZE
+    assert min(t.get_fontsize() for t in [*texts, *legend]) >= figures.FONT_SIZE
+
+
+def test_the_scorecard_tables_print_each_rows_kind(
+        book_card: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]) -> None:
+    """A scorecard table prints every row's kind beside the cited value, and its published
+    form (data=True) carries the kind as data: row_kind and ours_reading."""
+    _, _, card = book_card
+    for c in chapters.book():
+        view = scorecard.chapter_view(card, c.name)
+        assert view.columns[view.columns.get_loc("cited") - 1] == "kind"
+        assert set(view["kind"]) <= {"claim", "mechanism", "check", "mechanism, ours"}
+        data = scorecard.chapter_view(card, c.name, data=True)
+        assert list(data.columns[-2:]) == scorecard.KIND_COLUMNS
+        mine = card[card["chapter"] == c.name].reset_index(drop=True)
+        assert list(data["row_kind"]) == list(mine["row_kind"])
+        assert list(data["ours_reading"]) == list(mine["ours_reading"])
+        checks = data[data["row_kind"] == verdicts.CHECK]
+        assert set(checks["kind"]) <= {"check"}
+        assert set(data.loc[data["ours_reading"], "kind"]) <= {"mechanism, ours"}
+    everything = scorecard.table_view(card, data=True)
+    assert (everything["kind"] == "check").sum() == (card["row_kind"] == verdicts.CHECK).sum()
+
+
+def _row(**given: object) -> dict[str, object]:
+    """A card row for the rules below: a claim of chapter x with no numbers unless given."""
+    nan = float("nan")
+    row: dict[str, object] = {
+        "chapter": "x", "id": "r", "measurement": "t", "row": "a", "column": "change",
+        "cited": "-10 %", "ours": "—", "environment": "", "verdict": verdicts.INCONCLUSIVE,
+        "reason": "", "kind": "cited change", "row_kind": verdicts.CLAIM,
+        "ours_reading": False, "our_change": nan, "our_low": nan, "our_high": nan,
+        "our_unit": "%", "cited_change": nan, "expected_sign": nan, "detectable": nan,
+        "margin": 0.2, "bound": nan}
+    row.update(given)
+    return row
+
+
+def test_tallies_keep_the_three_kinds_apart_and_never_count_a_check_as_support() -> None:
+    """A check that passes, or a reading of ours that holds, is counted in its own group, in
+    its own words; claims and mechanism rows are counted apart; absolute values are not."""
+    card = pd.DataFrame([
+        _row(verdict=verdicts.DIRECTION),
+        _row(verdict=verdicts.INCONCLUSIVE),
+        _row(kind="cited value", verdict=verdicts.NOT_COMPARABLE),
+        _row(kind="mechanism", row_kind=verdicts.MECHANISM, verdict=verdicts.DIRECTION),
+        _row(kind="mechanism", row_kind=verdicts.MECHANISM, ours_reading=True,
+             verdict=verdicts.HOLDS),
+        _row(kind="check", row_kind=verdicts.CHECK, verdict=verdicts.PASSED),
+        _row(kind="check", row_kind=verdicts.CHECK, verdict=verdicts.PASSED),
+    ])
+    found = scorecard.tally(card)
+    assert found == {"claims": {verdicts.DIRECTION: 1, verdicts.INCONCLUSIVE: 1},
+                     "mechanism rows": {verdicts.DIRECTION: 1},
+                     "our readings": {verdicts.HOLDS: 1},
+                     "checks": {verdicts.PASSED: 2}}
+    assert scorecard.verdict_summary(card) == (
+        "claims: 1 direction confirmed, 1 inconclusive here; mechanism rows: 1 direction "
+        "confirmed; our readings: 1 holds; checks: 2 passed")
+    counted = scorecard.counts(card.assign(id=[f"r{i}" for i in range(len(card))]),
+                               pd.DataFrame({"id": []}))
+    assert (counted["check"], counted["check-support"]) == (2, 0)
+    assert (counted["mechanism"], counted["mechanism-support"], counted["ours"]) == (2, 1, 1)
+
+
+def test_the_book_tallies_count_every_change_row_once(
+        book_card: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]) -> None:
+    _, _, card = book_card
+    found = scorecard.tally(card)
+    changes = card[card["kind"] != "cited value"]
+    assert sum(sum(g.values()) for g in found.values()) == len(changes)
+    assert set(found["checks"]) <= {verdicts.PASSED, verdicts.FAILED}
+    assert set(found["our readings"]) <= {verdicts.HOLDS, verdicts.FAILS}
+    for group in ("claims", "mechanism rows"):
+        assert not set(found[group]) & {verdicts.PASSED, verdicts.FAILED, verdicts.HOLDS,
+                                        verdicts.FAILS}
+
+
+def test_headlines_take_the_largest_cited_changes_judged_from_an_interval() -> None:
+    """Claims: judged from an interval (not exact), the largest cited change in margins first,
+    each interval of ours once, at most three; a check or a reading of ours never stands
+    there. Mechanism rows: the one beside a chosen claim first, then another quantity."""
+    card = pd.DataFrame([
+        _row(row="small", cited_change=-5.0, our_change=-4, our_low=-9, our_high=1),
+        _row(row="big", cited_change=-40.0, our_change=-20, our_low=-50, our_high=10),
+        _row(row="twice", measurement="t2", cited_change=-30.0, our_change=-20, our_low=-50,
+             our_high=10),  # the same interval judged against another posting
+        _row(row="exact", cited_change=-80.0, our_change=-80, our_low=-80, our_high=-80,
+             our_unit="bytes", margin=0.0),
+        _row(row="mid", cited_change=12.0, our_change=3, our_low=-2, our_high=8),
+        _row(row="next", cited_change=-8.0, our_change=3, our_low=-2, our_high=8.5),
+        _row(row="big", kind="mechanism", row_kind=verdicts.MECHANISM, expected_sign=-1,
+             column="mechanism: instructions (icount)", our_change=-3, our_low=-3.1,
+             our_high=-2.9, margin=0.5, verdict=verdicts.DIRECTION),
+        _row(row="other", kind="mechanism", row_kind=verdicts.MECHANISM, expected_sign=-1,
+             column="mechanism: contentions", our_change=-60, our_low=-70, our_high=-50,
+             margin=1.0, verdict=verdicts.DIRECTION),
+        _row(row="other", kind="mechanism", row_kind=verdicts.MECHANISM, expected_sign=-1,
+             column="mechanism: instructions (icount)", our_change=-9, our_low=-9.1,
+             our_high=-8.9, margin=0.5, verdict=verdicts.DIRECTION),
+        _row(row="big", kind="mechanism", row_kind=verdicts.MECHANISM, ours_reading=True,
+             expected_sign=0, column="mechanism: acquisitions", our_change=0, our_low=-1,
+             our_high=1, verdict=verdicts.HOLDS),
+        _row(row="big", kind="check", row_kind=verdicts.CHECK, column="check: call sites",
+             verdict=verdicts.PASSED),
+    ])
+    rows = scorecard.headlines(card, "x", {("x", "t"): "time", ("x", "t2"): "time, v2"})
+    claims = rows[rows["row_kind"] == verdicts.CLAIM]
+    assert list(claims["row"]) == ["big", "mid", "next"]
+    mechanisms = rows[rows["row_kind"] == verdicts.MECHANISM]
+    assert list(zip(mechanisms["row"], mechanisms["column"], strict=True)) == [
+        ("big", "mechanism: instructions (icount)"), ("other", "mechanism: contentions")]
+    assert list(claims["label"]) == ["time: big", "time: mid", "time: next"]
+    assert claims["detail"].iloc[0] == "cited -40.0 % · ours -20.0 % (-50.0 to +10.0)"
+    assert mechanisms["label"].iloc[0] == "instructions (icount): big"
+    assert mechanisms["detail"].iloc[0] == "should fall · ours -3.0 % (-3.1 to -2.9)"
+    assert scorecard.headlines(card, "x", {}, claims=1, mechanisms=1)["row"].tolist() == [
+        "big", "big"]
+
+
+def test_a_caveat_says_what_a_verdict_rests_on() -> None:
+    reason = ("our 95 % CI +18.4 to +91.4 % (n=4+4) lies beyond the margin; 3 of 8 boots had "
+              "clock trouble (1 watchdog timeout); without them inconclusive here (-5.7 to "
+              "+170.6 %, n=3+2); it rests on one boot: without baseline boot 1 it is "
+              "inconclusive here (-4.3 to +126.2 %)")
+    assert scorecard.caveat(reason, verdicts.DIRECTION) == (
+        "it rests on one boot; without the boots whose clock was in doubt: inconclusive here")
+    same = ("x; 2 of 10 boots had clock trouble (TSC marked unstable); without them direction "
+            "confirmed (1 to 2 %)")
+    assert scorecard.caveat(same, verdicts.DIRECTION) == ""
+    assert scorecard.caveat("x; 3 of 6 boots had clock trouble (1 watchdog timeout); too few "
+                            "boots are left to judge without them", verdicts.DIRECTION) == ""
+
+
+def test_every_chapter_has_a_panel_of_readable_headlines(
+        book_card: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]) -> None:
+    """On the committed card: each chapter's panel holds claims judged from an interval and
+    mechanism rows of the author's explanation, labelled in words (no "+ NA", no perf
+    prefix), and its figure is PANEL_WIDTH wide with no text under FONT_SIZE or beyond it."""
+    frame, _, card = book_card
+    names = scorecard.quantity_names(frame)
+    for c in chapters.book():
+        rows = scorecard.headlines(card, c.name, names)
+        claims = rows[rows["row_kind"] == verdicts.CLAIM]
+        mechanisms = rows[rows["row_kind"] == verdicts.MECHANISM]
+        assert 0 < len(claims) <= scorecard.HEADLINE_CLAIMS, c.name
+        assert len(mechanisms) <= scorecard.HEADLINE_MECHANISMS, c.name
+        assert set(rows["row_kind"]) <= {verdicts.CLAIM, verdicts.MECHANISM}
+        assert not rows["ours_reading"].astype(bool).any()
+        for label in rows["label"]:
+            assert "+ NA" not in label and "[k]" not in label and "CONFIG_" not in label
+        assert all(d.startswith("cited ") for d in claims["detail"])
+        assert all(d.startswith("should ") for d in mechanisms["detail"])
+        for width in (figures.PANEL_WIDTH, figures.PHONE_PANEL_WIDTH):
+            fig = figures.headline_panel(rows, width)
+            assert fig.get_size_inches()[0] == pytest.approx(width)
+            fig.set_dpi(300)  # text as a browser sets it: hinting at 100 dpi widens it
+            renderer = fig.canvas.get_renderer()
+            for text in fig.axes[0].texts:
+                assert text.get_fontsize() >= figures.FONT_SIZE
+                box = text.get_window_extent(renderer)
+                assert box.x0 >= -1 and box.x1 <= width * fig.dpi + 1, text.get_text()
+            verdict_texts = [t.get_text() for t in fig.axes[0].texts]
+            for verdict in rows["verdict"]:
+                assert any(t.startswith(verdict) for t in verdict_texts)
