@@ -18,7 +18,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter
 
-from lab import scorecard, stats, verdicts
+from lab import headlines, stats, verdicts
 
 BASELINE_COLOR = "#7f7f7f"
 CHANGE_COLOR = "#d62728"
@@ -239,13 +239,13 @@ def _row_label(line: pd.Series, same_group: bool) -> str:
     configuration); a mechanism row under it by its quantity, indented; a check, or a row of
     our own reading, which stand apart, by its row and quantity."""
     if line["kind"] not in ("mechanism", "check"):
-        return _clip(scorecard.plain(line["row"]), keep_end=True)
+        return _clip(headlines.plain(line["row"]), keep_end=True)
     quantity = re.sub(r"^.*?\b(mechanism|check)\b[:,]?\s*", "", str(line["column"]))
     if same_group:
         return "  └ " + _clip(quantity, LABEL_CHARS - 4)
     if line["kind"] == "check":
         return _clip(quantity)
-    return _clip(f"{scorecard.plain(line['row'])}: {quantity}")
+    return _clip(f"{headlines.plain(line['row'])}: {quantity}")
 
 
 APART = (("check", "checks: pass/fail, never support"),
@@ -420,7 +420,7 @@ stands; a narrower panel (a phone's) heads each group of rows with its kind inst
 
 
 def headline_panel(rows: pd.DataFrame, width: float = PANEL_WIDTH) -> plt.Figure:
-    """One chapter's panel on the landing page: the rows of :func:`lab.scorecard.headlines`,
+    """One chapter's panel on the landing page: the rows of :func:`lab.headlines.headlines`,
     claims then mechanism rows, each row's kind named (before its glyph when the panel is
     :data:`PANEL_WIDTH` wide or more, else in a heading above each group).
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lab import chapters, cited, figures, judges, runs, scorecard, verdicts
+from lab import chapters, cited, figures, headlines, judges, runs, scorecard, verdicts
 
 ENV = ("TCG on AMD EPYC (2 host cores), QEMU 7.2.22, gcc, "
        "Linux 7.2.13 (debian-linux-source:7.2.13-1), config 833ba6bd4e67")
@@ -517,7 +517,7 @@ def test_headlines_take_the_largest_cited_changes_judged_from_an_interval() -> N
         _row(row="big", kind="check", row_kind=verdicts.CHECK, column="check: call sites",
              verdict=verdicts.PASSED),
     ])
-    rows = scorecard.headlines(card, "x", {("x", "t"): "time", ("x", "t2"): "time, v2"})
+    rows = headlines.headlines(card, "x", {("x", "t"): "time", ("x", "t2"): "time, v2"})
     claims = rows[rows["row_kind"] == verdicts.CLAIM]
     assert list(claims["row"]) == ["big", "mid", "next"]
     mechanisms = rows[rows["row_kind"] == verdicts.MECHANISM]
@@ -527,7 +527,7 @@ def test_headlines_take_the_largest_cited_changes_judged_from_an_interval() -> N
     assert claims["detail"].iloc[0] == "cited -40.0 % · ours -20.0 % (-50.0 to +10.0)"
     assert mechanisms["label"].iloc[0] == "instructions (icount): big"
     assert mechanisms["detail"].iloc[0] == "should fall · ours -3.0 % (-3.1 to -2.9)"
-    assert scorecard.headlines(card, "x", {}, claims=1, mechanisms=1)["row"].tolist() == [
+    assert headlines.headlines(card, "x", {}, claims=1, mechanisms=1)["row"].tolist() == [
         "big", "big"]
 
 
@@ -536,12 +536,12 @@ def test_a_caveat_says_what_a_verdict_rests_on() -> None:
               "clock trouble (1 watchdog timeout); without them inconclusive here (-5.7 to "
               "+170.6 %, n=3+2); it rests on one boot: without baseline boot 1 it is "
               "inconclusive here (-4.3 to +126.2 %)")
-    assert scorecard.caveat(reason, verdicts.DIRECTION) == (
+    assert headlines.caveat(reason, verdicts.DIRECTION) == (
         "it rests on one boot; without the boots whose clock was in doubt: inconclusive here")
     same = ("x; 2 of 10 boots had clock trouble (TSC marked unstable); without them direction "
             "confirmed (1 to 2 %)")
-    assert scorecard.caveat(same, verdicts.DIRECTION) == ""
-    assert scorecard.caveat("x; 3 of 6 boots had clock trouble (1 watchdog timeout); too few "
+    assert headlines.caveat(same, verdicts.DIRECTION) == ""
+    assert headlines.caveat("x; 3 of 6 boots had clock trouble (1 watchdog timeout); too few "
                             "boots are left to judge without them", verdicts.DIRECTION) == ""
 
 
@@ -551,13 +551,13 @@ def test_every_chapter_has_a_panel_of_readable_headlines(
     mechanism rows of the author's explanation, labelled in words (no "+ NA", no perf
     prefix), and its figure is PANEL_WIDTH wide with no text under FONT_SIZE or beyond it."""
     frame, _, card = book_card
-    names = scorecard.quantity_names(frame)
+    names = headlines.quantity_names(frame)
     for c in chapters.book():
-        rows = scorecard.headlines(card, c.name, names)
+        rows = headlines.headlines(card, c.name, names)
         claims = rows[rows["row_kind"] == verdicts.CLAIM]
         mechanisms = rows[rows["row_kind"] == verdicts.MECHANISM]
-        assert 0 < len(claims) <= scorecard.HEADLINE_CLAIMS, c.name
-        assert len(mechanisms) <= scorecard.HEADLINE_MECHANISMS, c.name
+        assert 0 < len(claims) <= headlines.HEADLINE_CLAIMS, c.name
+        assert len(mechanisms) <= headlines.HEADLINE_MECHANISMS, c.name
         assert set(rows["row_kind"]) <= {verdicts.CLAIM, verdicts.MECHANISM}
         assert not rows["ours_reading"].astype(bool).any()
         for label in rows["label"]:
