@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -140,6 +140,21 @@ class Change:
         if self.exact and self.n_baseline == self.n_patched == 1:
             return f"{self.percent:+.1f}{self.suffix} (exact)"
         return f"{self.percent:+.1f}{self.suffix} ({LEVEL} CI {self.interval()}, {self.n})"
+
+
+def at_df(change: Change, df: float, confidence: float = CONFIDENCE) -> Change:
+    """``change`` with its interval re-formed at ``df`` degrees of freedom: a leave-one-out
+    refit judged at the full sample's degrees of freedom, so that dropping a boot tests the
+    boot, not the loss of one degree of freedom (at 3 boots, Hsu's t goes from 4.3 to 12.7)."""
+    if change.exact or change.se == 0:
+        return change
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, df)) * change.se
+    if change.unit == "%":
+        centre = float(np.log1p(change.percent / 100))
+        low, high = (100 * float(np.expm1(centre - half)), 100 * float(np.expm1(centre + half)))
+    else:
+        low, high = change.percent - half, change.percent + half
+    return replace(change, low=low, high=high, df=df)
 
 
 def _values(name: str, values: Sequence[float], *, positive: bool = True) -> np.ndarray:

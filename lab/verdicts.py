@@ -123,8 +123,9 @@ MARGINS = {
     "share": Margin("a share of a profile, in percentage points", 0.15, " points",
                     "a little under half the smallest delta a cited perf diff listing prints, so "
                     "that every cited delta stays outside it"),
-    "image": Margin("the size of a bzImage", 4096.0, " bytes",
-                    "a bzImage grows in whole pages of 4096 bytes"),
+    "image": Margin("the size of a bzImage", 0.0, " bytes",
+                    "exact; a bzImage grows in whole pages of 4096 bytes, so one page is the "
+                    "smallest change it shows, and it may stand for a single byte of code"),
     "bytes": Margin("the size of a function or a section", 0.0, " bytes",
                     "a size read from the symbol table is exact to the byte"),
 }
@@ -282,16 +283,28 @@ def _check_margin(change: stats.Change, margin: Margin) -> None:
 def _bounded(verdict: Verdict, change: stats.Change, bound: Bound | None) -> Verdict:
     """A verdict whose bound did not decide it still says the bound, so the reader can weigh
     the size of our change against what the changed path could do."""
-    if bound is None or verdict.reason.find("this design cannot move") >= 0:
+    if bound is None or "the changed path could move" in verdict.reason:
         return verdict
     return replace(verdict, reason=f"{verdict.reason}; the changed path could move this metric "
                                    f"by at most {bound.size:,.1f}{change.suffix} ({bound.why})")
 
 
-def _unmoved(change: stats.Change, bound: Bound | None) -> str | None:
-    """Why the design cannot move the metric, when a bound says so: the most the changed path
-    could move it is smaller than the smallest change these boots detect."""
-    if bound is None or bound.size >= change.detectable():
+def _unmoved(change: stats.Change, bound: Bound | None, cited: Cited | None = None
+             ) -> str | None:
+    """Why this setup cannot show the patch, when a bound says so. For a claim: the most the
+    changed path could move the metric is smaller than the cited change (at its end nearest
+    0), so no result of this setup is the author's change. For a mechanism row: smaller than
+    the smallest change these boots detect."""
+    if bound is None:
+        return None
+    if cited is not None and cited.sign:
+        if bound.size >= min(abs(cited.low), abs(cited.high)):
+            return None
+        return (f"the changed path could move this metric by at most {bound.size:,.1f}"
+                f"{change.suffix} ({bound.why}), less than the cited change: this design cannot "
+                "move the metric as far as the author saw it move, and no change it shows is "
+                "the patch's")
+    if bound.size >= change.detectable():
         return None
     return (f"the changed path could move this metric by at most {bound.size:,.1f}"
             f"{change.suffix} ({bound.why}), less than the smallest change these boots detect "
@@ -333,9 +346,10 @@ def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: 
     if cannot_show:
         return Verdict(INCONCLUSIVE, f"{ours}, but this environment cannot show the cited "
                                      f"{said}: {cannot_show}")
-    if unmoved := _unmoved(change, bound):
+    if unmoved := _unmoved(change, bound, cited):
         return Verdict(INCONCLUSIVE, f"{ours}; {unmoved}")
-    cited_none = -margin.size <= cited.low and cited.high <= margin.size
+    # a cited 0 is "no change" however wide its printing (a "0 %" means -0.5 ... +0.5 %)
+    cited_none = cited.sign == 0 or (-margin.size <= cited.low and cited.high <= margin.size)
     meets = change.low <= cited.high and cited.low <= change.high
     side = _side(change, margin)
     if _inside(change, margin):
@@ -353,7 +367,7 @@ def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: 
         return Verdict(INCONCLUSIVE, f"{ours} is too wide to show the cited {said} within the "
                                      f"margin ({margin.text()}): too few boots, "
                                      f"{_detectable(change)}")
-    if side == cited.sign:
+    if side and side == cited.sign:
         informative = change.half_width <= INFORMATIVE * abs(cited.value)
         if meets and informative:
             return Verdict(REPRODUCED, f"{ours} lies beyond the margin on the author's side and "
@@ -459,9 +473,11 @@ def judge_boots(baseline: pd.Series, patched: pd.Series, judge: Judge, *,
     turns them into a change (:func:`lab.stats.percent_change` or ``point_change``), ``judge``
     into a verdict. ``flagged`` maps, per kernel, a repetition to the clock trouble of that boot
     (:func:`lab.runs.clock_health`): when any boot is flagged, the reason adds how many and the
-    verdict without them. When dropping a single boot (``unit`` names what one value is, e.g.
-    "request round") would change the verdict, the reason says which and what it would be, so
-    a headline that one value carries is shown with and without it.
+    verdict without them. When a verdict takes a side (supports, contradicts, holds or fails)
+    and dropping a single boot (``unit`` names what one value is, e.g. "load") would change it,
+    the reason says which and what it would be, so a headline that one value carries is shown
+    with and without it; the refit keeps the full sample's degrees of freedom, so the note is
+    about that boot, not about the degree of freedom its loss costs.
     """
     verdict = judge(measure(baseline, patched))
     notes = []
@@ -483,13 +499,15 @@ def judge_boots(baseline: pd.Series, patched: pd.Series, judge: Judge, *,
                 else ""))
         notes.append(f"{len(bad)} of {total} boots had clock trouble ({'; '.join(words)}); "
                      f"{after}")
+    sided = verdict.verdict in (REPRODUCED, DIRECTION, CONTRADICTED, HOLDS, FAILS)
+    full = verdict.change
     for side, values in (("baseline", baseline), ("patched", patched)):
-        if len(values) < 3:
+        if len(values) < 3 or not sided or full is None:
             continue
         for rep in values.index:
             kept = ((baseline.drop(rep), patched) if side == "baseline"
                     else (baseline, patched.drop(rep)))
-            other = judge(measure(*kept))
+            other = judge(stats.at_df(measure(*kept), full.df))
             if other.verdict != verdict.verdict:
                 notes.append(f"it rests on one {unit}: without {side} {unit} {rep} it is "
                              f"{other.verdict}"

@@ -322,6 +322,11 @@ HIDDEN = ("the author measured no change on this CPU, and a decrease on the i5 f
 """Why a cited 0 % (the v5 table's Ryzen rows) cannot be tested here: an instruction count or
 an emulator's clock falling says nothing about whether that core's time stayed the same."""
 
+HIDDEN_COUNT = ("the author saw no change on this core, which no instruction count can test; "
+                "the same kernels' shorter path is the i5 row's mechanism, and counting it "
+                "again here would count one measurement twice")
+"""Why the Ryzen rows' instruction counts support nothing: they repeat the i5 row's."""
+
 FUNCTIONS = (
     ("schedule-tail", "schedule_tail_bytes", 1, "schedule_tail() bytes",
      "finish_task_switch() inlined into schedule_tail(), its second caller, too (the review "
@@ -368,7 +373,8 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: verd
         cell, probe, compiler, spectre, True, latest,
         lambda c: verdicts.judge_direction(c, sign, said, ICOUNT,
                                            margin=verdicts.MARGINS["instructions"],
-                                           cannot_show=ibpb))
+                                           cannot_show=ibpb or (HIDDEN_COUNT if hidden
+                                                                else None)))
     if not tsc_used and not icount_used:
         return []
     rows = []

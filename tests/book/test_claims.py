@@ -80,6 +80,8 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
         ("not ours", RULE),
     ("workqueue.md", "adds the task to an on-stack `wake_q` under the lock"): ("not ours", CODE),
     ("workqueue.md", "The code is the posting's, unchanged."): ("not ours", HISTORY),
+    ("workqueue.md", "Where an interval excludes the author's change, any change here is"):
+        ("not ours", RULE),
     ("workqueue.md", "*v3* and *v4* shrink the series"): ("not ours", HISTORY),
     ("workqueue.md", "*v5* returns to a plain `wake_up_process()`"): ("not ours", HISTORY),
     ("workqueue.md", "Breno Leitao's series \"workqueue: Shrink the lock time\""):

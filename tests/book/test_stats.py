@@ -149,7 +149,10 @@ def test_welch_alone_falls_short_with_few_boots_and_unequal_spreads(
 
 @pytest.mark.parametrize(("n_base", "n_patch", "ratio"),
                          [*WELCH_SHORT, (3, 3, 1.0), (5, 5, 10.0), (5, 8, 4.0), (8, 5, 4.0),
-                          (10, 10, 3.0)])
+                          (10, 10, 3.0),
+                          # the book's own designs: QPW's 4+4, lock statistics' 8+8, and the
+                          # workqueue's 18+10 with the larger spread in the smaller sample
+                          (4, 4, 1.0), (4, 4, 3.0), (8, 8, 1.0), (18, 10, 0.5)])
 def test_the_rule_covers_with_few_boots_and_unequal_spreads(n_base: int, n_patch: int,
                                                             ratio: float) -> None:
     """The book's interval (Hsu's degrees of freedom below 5 boots or with spreads more than

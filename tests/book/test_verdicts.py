@@ -140,13 +140,30 @@ def _judge(c: stats.Change) -> verdicts.Verdict:
     return verdicts.judge_change(c, 10.0, ENV, units=TICKS, margin=TIME)
 
 
+def _by_size(c: stats.Change) -> verdicts.Verdict:
+    """A judge that takes a side on the estimate alone, so the test sees the refit's report."""
+    return verdicts.Verdict(verdicts.DIRECTION if c.percent > 15 else verdicts.INCONCLUSIVE, "x",
+                            change=c)
+
+
 def test_a_verdict_one_boot_carries_is_shown_without_it() -> None:
-    base = pd.Series([100.0, 101.0, 99.0, 100.0, 140.0], index=range(1, 6))
-    patched = pd.Series([110.0, 111.0, 109.0, 110.0, 111.0], index=range(1, 6))
-    judged = verdicts.judge_boots(base, patched, _judge)
-    assert "it rests on one boot: without baseline boot 5 it is" in judged.reason
-    steady = verdicts.judge_boots(base.iloc[:4], patched.iloc[:4], _judge)
-    assert "rests on one" not in steady.reason
+    base = pd.Series([1.0, 1.01, 0.99], index=range(1, 4))
+    patched = pd.Series([1.05, 1.06, 1.5], index=range(1, 4))
+    judged = verdicts.judge_boots(base, patched, _by_size)
+    assert judged.verdict == verdicts.DIRECTION
+    assert "it rests on one boot: without patched boot 3 it is inconclusive here" in judged.reason
+    # an inconclusive verdict takes no side: no search for a boot that would make it one
+    assert "rests on one" not in verdicts.judge_boots(patched, base, _by_size).reason
+
+
+def test_a_dropped_boot_is_refitted_at_the_full_degrees_of_freedom() -> None:
+    """At 3 boots Hsu's t is 4.30 with 2 degrees of freedom and 12.71 with 1: a refit at its own
+    degrees of freedom would blame any boot for the lost degree of freedom."""
+    full = stats.percent_change([849.1, 847.5, 845.3], [4.1, 3.9, 4.4])
+    dropped = stats.percent_change([847.5, 845.3], [4.1, 3.9, 4.4])
+    kept = stats.at_df(dropped, full.df)
+    assert (kept.df, dropped.df, kept.percent) == (full.df, 1.0, dropped.percent)
+    assert kept.half_width < dropped.half_width / 2
 
 
 def test_boots_with_clock_trouble_are_counted_and_left_out() -> None:
