@@ -339,7 +339,7 @@ def build(cited: pd.DataFrame, measured: pd.DataFrame,
     card["environment"] = card["environment"].fillna("—").astype(str)
     card["verdict"] = card["verdict"].fillna(NOT_YET).astype(str)
     card["reason"] = card["reason"].fillna(NOT_YET_REASON).astype(str)
-    card["row_kind"] = card["row_kind"].fillna(verdicts.CLAIM).astype(str)
+    card["row_kind"] = card["row_kind"].astype(object).fillna(verdicts.CLAIM).astype(str)
     card["ours_reading"] = card["ours_reading"].astype(object).fillna(False).astype(bool)
     card = card[[*CARD_COLUMNS, *DATA_COLUMNS, "position"]]
     if len(derived):
