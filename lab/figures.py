@@ -346,22 +346,7 @@ def _overview_line(ax: plt.Axes, line: pd.Series, same_group: bool, y: float, ce
     cited = line["cited_change"]
     known = [abs(v) for v in [*ours, cited] if pd.notna(v)]
     if pd.notna(line["our_change"]):
-        scale = max(known) * 1.08 or 1.0
-
-        def at(v: float) -> float:
-            return centre + half * v / scale
-
-        if pd.notna(cited):
-            implied = line["kind"] == "derived change"
-            ax.plot(at(cited), y, marker="D", markersize=5, color="black",
-                    mfc="white" if implied else "black", zorder=4)
-        elif pd.notna(line["expected_sign"]):
-            sign = int(line["expected_sign"])
-            ax.plot(centre + sign * (half + 0.06), y, marker=">" if sign > 0 else "<",
-                    markersize=5, color="black", zorder=4)
-        ax.plot([at(line["our_low"]), at(line["our_high"])], [y, y], color=color, lw=2.2,
-                solid_capstyle="butt", zorder=3)
-        ax.plot(at(line["our_change"]), y, marker="o", markersize=4, color=color, zorder=5)
+        _change_glyph(ax, line, y, centre, half, max(known) * 1.08 or 1.0, color, 0.06)
     else:
         shown = str(line["ours"]) if len(str(line["ours"])) <= SHORT_OURS else "see the chapter"
         ax.text(centre, y, shown or "—", fontsize=FONT_SIZE, style="italic", ha="center",
@@ -503,18 +488,24 @@ def _panel_row(ax: plt.Axes, row: pd.Series, label: list[str], detail: list[str]
         return
     known = [abs(v) for v in (row["our_low"], row["our_high"], row["cited_change"])
              if pd.notna(v)]
-    scale = max(known, default=0) * 1.08 or 1.0
+    _change_glyph(ax, row, mid, centre, half, max(known, default=0) * 1.08 or 1.0, color, 0.07)
 
+
+def _change_glyph(ax: plt.Axes, row: pd.Series, y: float, centre: float, half: float,
+                  scale: float, color: str, gap: float) -> None:
+    """One row's change on its own scale (0 at ``centre``, ``scale`` at ``half`` away): the
+    cited change (◆, ◇ when a cited pair implies it) or, for a mechanism row, the direction it
+    should take (an arrowhead ``gap`` beyond the scale), and our change with its interval."""
     def at(v: float) -> float:
         return centre + half * v / scale
 
     if pd.notna(row["cited_change"]):
-        ax.plot(at(row["cited_change"]), mid, marker="D", markersize=5, color="black",
+        ax.plot(at(row["cited_change"]), y, marker="D", markersize=5, color="black",
                 mfc="white" if row["kind"] == "derived change" else "black", zorder=4)
     elif pd.notna(row["expected_sign"]) and row["expected_sign"] != 0:
         sign = int(row["expected_sign"])
-        ax.plot(centre + sign * (half + 0.07), mid, marker=">" if sign > 0 else "<",
+        ax.plot(centre + sign * (half + gap), y, marker=">" if sign > 0 else "<",
                 markersize=5, color="black", zorder=4)
-    ax.plot([at(row["our_low"]), at(row["our_high"])], [mid, mid], color=color, lw=2.2,
+    ax.plot([at(row["our_low"]), at(row["our_high"])], [y, y], color=color, lw=2.2,
             solid_capstyle="butt", zorder=3)
-    ax.plot(at(row["our_change"]), mid, marker="o", markersize=4, color=color, zorder=5)
+    ax.plot(at(row["our_change"]), y, marker="o", markersize=4, color=color, zorder=5)
