@@ -361,8 +361,8 @@ def counts(card: pd.DataFrame, cited: pd.DataFrame) -> dict[str, int]:
     many rows of each kind support the author (:data:`lab.verdicts.SUPPORT`; a check or a row
     of our own reading never does)."""
     own = card["id"].isin(cited["id"])
-    support = card["verdict"].isin(verdicts.SUPPORT) & ~card["ours_reading"] & (
-        card["row_kind"] != verdicts.CHECK)
+    support = pd.Series([verdicts.supporting(v, k, bool(o)) for v, k, o in zip(
+        card["verdict"], card["row_kind"], card["ours_reading"], strict=True)], index=card.index)
     found = {"cited": int(own.sum()), "measured": int((own & (card["ours"] != "—")).sum()),
              "judged": int((own & card["verdict"].isin(verdicts.JUDGED)).sum()),
              "derived": int((~own).sum()),

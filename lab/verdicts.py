@@ -217,8 +217,15 @@ class Verdict:
 
     @property
     def supports(self) -> bool:
-        """True when this row counts as support for the author (:data:`SUPPORT`)."""
-        return self.kind != CHECK and not self.ours and self.verdict in SUPPORT
+        """True when this row counts as support for the author (:func:`supporting`)."""
+        return supporting(self.verdict, self.kind, self.ours)
+
+
+def supporting(verdict: str, kind: str, ours: bool) -> bool:
+    """Whether a row counts as support for the author: a :data:`SUPPORT` verdict on a claim or
+    a mechanism row of his, never on a check or a row of our own reading. One rule for a
+    :class:`Verdict` and for a card's columns (:func:`lab.scorecard.counts`)."""
+    return kind != CHECK and not ours and verdict in SUPPORT
 
 
 NUMBER_COLUMNS = ["row_kind", "ours_reading", "our_change", "our_low", "our_high", "our_unit",
@@ -499,7 +506,7 @@ def judge_boots(baseline: pd.Series, patched: pd.Series, judge: Judge, *,
                 else ""))
         notes.append(f"{len(bad)} of {total} boots had clock trouble ({'; '.join(words)}); "
                      f"{after}")
-    sided = verdict.verdict in (REPRODUCED, DIRECTION, CONTRADICTED, HOLDS, FAILS)
+    sided = verdict.verdict in (*SUPPORT, CONTRADICTED, HOLDS, FAILS)
     full = verdict.change
     for side, values in (("baseline", baseline), ("patched", patched)):
         if len(values) < 3 or not sided or full is None:

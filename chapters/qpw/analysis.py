@@ -226,11 +226,11 @@ def _row(rid: str, *, table: str, row: str, column: str, cited: str, ours: str,
             "chapter": CHAPTER, "table": table, "row": row, "column": column, "cited": cited}
 
 
-def cited_percent(cited: pd.DataFrame, cell: Cell) -> float:
-    """The change in percent that the cited pair (this cell against its reference) implies."""
+def cited_change(cited: pd.DataFrame, cell: Cell) -> verdicts.Cited:
+    """The change in percent that the cited pair (this cell against its reference) implies,
+    with the interval the truncated printing of both cells allows."""
     by_id = cited.set_index("id")
-    return 100 * (float(by_id.loc[cell.cited_id, "mid"])
-                  / float(by_id.loc[cell.reference_id, "mid"]) - 1)
+    return scorecard.cited_change(by_id.loc[[cell.reference_id, cell.cited_id]].reset_index())
 
 
 def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
@@ -262,7 +262,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
                          measured=[run]))
         if cell.is_reference or ref.variant not in chosen:
             continue
-        implied = scorecard.cited_change(by_id.loc[[ref.cited_id, cell.cited_id]].reset_index())
+        implied = cited_change(cited, cell)
         cited_text = (f"{implied.describe(' %')} (implied: {entry['cited']} against "
                       f"{by_id.loc[ref.cited_id, 'cited']}, both truncated by the module's "
                       "integer division)")

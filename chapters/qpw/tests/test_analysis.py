@@ -22,7 +22,7 @@ def test_the_cells_come_from_the_chapter_s_cited_declaration() -> None:
     references = [c for c in cells if c.is_reference]
     assert [c.variant for c in references] == ["dyn-unpatched", "rt-unpatched"]
     assert all(c.reference_id in {r.cited_id for r in references} for c in cells)
-    assert qpw.cited_percent(FRAME, cells[3]) == (75 / 60 - 1) * 100
+    assert qpw.cited_change(FRAME, cells[3]).value == (75 / 60 - 1) * 100
 
 
 def test_every_cited_cell_is_judged_and_every_patched_cell_has_two_change_rows() -> None:
