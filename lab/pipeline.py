@@ -230,6 +230,8 @@ def cmd_tools(a: argparse.Namespace) -> None:
             # the root is read-only; bwrap can make mount points only in its /tmp tmpfs
             argv = ["make", "-C", "/tmp/chapter", "OUT=/tmp/out", f"CC={cc}",
                     f"KSRC={build.SRC}", "VMLINUX=/tmp/artifacts/vmlinux"]
+            if tools.get("bpf_cc"):
+                argv.append(f"CLANG={tools['bpf_cc']}")
             binds = {box.tree: build.SRC, artifacts: "/tmp/artifacts",
                      exp.chapter.path(tools["dir"]): "/tmp/chapter", out: "/tmp/out"}
             with series.tree_lock(box.tree):
@@ -249,6 +251,7 @@ def cmd_tools(a: argparse.Namespace) -> None:
                                      f"{tools['dir']} left no {name} in OUT; see {log}")
                 programs[name] = source.sha256_file(out / name)
             stamp["cc"] = cc
+            stamp["bpf_cc"] = tools.get("bpf_cc")
         stamp.update(bin=str(out), programs=programs, variant=v.name, commit=built["commit"])
     write_json(Path(a.out), stamp)
 
@@ -430,7 +433,7 @@ def cmd_publish(a: argparse.Namespace) -> None:
                               Path(built["artifacts"]) / "bzImage"),
                           **{k: built[k] for k in ("bzImage_bytes", "vmlinux_bytes",
                                                    "targets")}},
-                "tools": {k: tools[bname].get(k) for k in ("programs", "cc")},
+                "tools": {k: tools[bname].get(k) for k in ("programs", "cc", "bpf_cc")},
                 "inspect": {k: val for k, val in inspected[name].items()
                             if k == "evidence"},
             }

@@ -4,24 +4,32 @@ The output is sections, each opened by a ``== <name>`` line, and ends with ``end
 failed step prints ``error=<reason>`` instead (the boot already failed then; a re-parse says
 the same). The sections and the rows they give:
 
-* ``environment``: ``key=value`` and ``CONFIG_*`` lines -> ``env.load_seconds``, ``env.nproc``,
-  ``env.CONFIG_HZ``, ``env.clocksource.<name>`` = 1 (strings cannot be rows);
+* ``environment``: ``key=value`` and ``CONFIG_*`` lines -> ``env.load_seconds``,
+  ``env.remote_nth``, ``env.nproc``, ``env.CONFIG_HZ``, ``env.clocksource.<name>`` = 1 (strings
+  cannot be rows);
 * ``stress-ng <name>``: ``elapsed_s=<s>`` and stress-ng's own ``--yaml`` report ->
   ``stress.<name>.bogo_ops``, ``stress.<name>.wall_s``, and per stressor kind summed over the
-  instances of the boot ``bogo_ops.<stressor>`` (the work the load did, to compare variants);
-* ``fork_storms``: ``storms=<n>`` -> ``fork_storms``;
+  instances of the boot ``bogo_ops.<stressor>``;
+* ``census``: the tasks halfway through the load -> ``census.at_s``, ``census.running`` and
+  ``census.tasks`` (/proc/loadavg's running/total) and ``census.<comm>`` for every stress-ng
+  task name (how many instances each stressor really ran);
 * ``events.before`` / ``events.after``: sched_ext's ``root/events`` (``SCX_EV_<NAME> <n>``)
   -> ``events.<NAME>``, the increase over the load;
-* ``bpftrace``: bpftrace's JSON lines (``-f json``) from ``residence.bt``: every count, max and avg
-  map -> its name without ``@`` (``inserts``, ``residences``, ``over_128us``, ...; a counter the
-  script never incremented is absent from the JSON and becomes 0), every histogram ->
-  ``<name>.hist.<lower bound>`` per non-empty bucket, and the derived rates
-  ``over_128us_per_million`` and ``over_256us_per_million`` (per million timed residences,
-  because the author's 71 and 39 are counts over a sample of a different size);
-* ``qmap``: scx_qmap's last stats lines, kept raw and not parsed.
+* ``bpftrace``: bpftrace's JSON lines (``-f json``) from ``residence.bt``. Plain counters, max
+  and avg maps -> their name without ``@`` (``inserts``, ``residences``, ``over_128us``, ...;
+  a counter the script never incremented is absent from the JSON and becomes 0); maps keyed by
+  the fallback's origin (1 local, 2 remote) -> ``<name>.local`` / ``<name>.remote``
+  (``fallbacks``, ``handlers``, ``handler_residences``, ``handler_over_128us``, ...);
+  ``fallback_callers`` -> ``fallback_callers.<origin>.<caller>``, the caller being the first
+  frame of the stack that is not ``schedule_deferred`` itself; every histogram ->
+  ``<name>[.<origin>].hist.<lower bound>`` per non-empty bucket; and the derived rates
+  ``over_128us_per_million`` and ``over_256us_per_million`` (per million timed residences, the
+  author's counts being over a sample of another size);
+* ``scheduler``: scx_remote's last counters line -> ``sched.dispatch``, ``sched.remote``,
+  ``sched.remote_none``, ``sched.reenq``.
 
 A missing section, a histogram or counter of an unexpected shape, a bpftrace output without
-its ``attached`` and ``end`` markers, or two sections of one name fail the parse.
+its ``attached`` and ``end`` markers, lost events, or two sections of one name fail the parse.
 """
 
 from __future__ import annotations
@@ -36,13 +44,25 @@ from lab.command import StageError
 from lab.parse import keyvalue
 
 SECTION = re.compile(r"^== (\S+(?: \S+)?)\s*$")
-COUNTERS = ("inserts", "immed_inserts", "residences", "unmatched", "over_128us", "over_256us",
-            "fallback_local", "fallback_remote", "ran_on_owner", "ran_elsewhere")
-"""Counters of residence.bt, 0 when bpftrace printed nothing for them."""
-MAXIMA = ("residence_max_ns", "residence_avg_ns", "deferral_max_ns", "deferral_avg_ns")
+COUNTERS = ("tasks", "inserts", "immed_inserts", "residences", "unmatched", "unmatched_late",
+            "over_128us", "over_256us", "ran_on_owner", "ran_elsewhere", "handler_unattributed")
+"""Plain counters of residence.bt, 0 when bpftrace printed nothing for them."""
+MAXIMA = ("residence_max_ns", "residence_avg_ns")
 """max() and avg() maps: absent when nothing was timed."""
-HISTOGRAMS = ("residence_us", "deferral_us")
-REQUIRED = ("environment", "fork_storms", "events.before", "events.after", "bpftrace", "qmap")
+ORIGINS = {"1": "local", "2": "remote"}
+"""residence.bt's key for the origin of a fallback: the runqueue's CPU against the caller's."""
+BY_ORIGIN_COUNTERS = ("fallbacks", "handlers", "handler_residences", "handler_over_128us",
+                      "handler_over_256us")
+"""Counters keyed by origin: each origin's row is 0 when bpftrace printed nothing for it."""
+BY_ORIGIN_MAXIMA = ("deferral_max_ns", "deferral_avg_ns", "handler_residence_max_ns",
+                    "handler_residence_avg_ns")
+HISTOGRAMS = ("residence_us",)
+BY_ORIGIN_HISTOGRAMS = ("deferral_us", "handler_residence_us")
+CALLERS = "fallback_callers"
+SELF = "schedule_deferred"
+REQUIRED = ("environment", "census", "events.before", "events.after", "bpftrace", "scheduler")
+SCHEDULER = ("dispatch", "remote", "remote_none", "reenq")
+"""scx_remote's counters (scx_remote.c prints them as key=value on one line)."""
 
 
 def sections(text: str, source: str) -> dict[str, list[str]]:
@@ -148,10 +168,36 @@ def _value(entry: Any, name: str, source: str) -> float:
     raise StageError(f"{source}: bpftrace map {name} holds {entry!r}, not a number")
 
 
+def _origin(key: str, name: str, source: str) -> str:
+    if key not in ORIGINS:
+        raise StageError(f"{source}: bpftrace map {name} has key {key!r}, not an origin "
+                         f"({sorted(ORIGINS)})")
+    return ORIGINS[key]
+
+
+def _caller(key: str, name: str, source: str) -> tuple[str, str]:
+    """(origin, caller) of a ``fallback_callers`` key: the stack's frames then the origin."""
+    stack, _, origin = key.rpartition(",")
+    frames = [f.strip().split("+", 1)[0] for f in stack.strip().splitlines() if f.strip()]
+    callers = [f for f in frames if f != SELF and not f.startswith("bpf_")]
+    if not callers:
+        raise StageError(f"{source}: bpftrace map {name}: stack {stack!r} names no caller of "
+                         f"{SELF}")
+    return _origin(origin.strip(), name, source), callers[0]
+
+
+def _hist(buckets: Any, name: str, source: str) -> list[tuple[float, float]]:
+    if not isinstance(buckets, list):
+        raise StageError(f"{source}: bpftrace histogram {name} is {buckets!r}, not a list of "
+                         "buckets")
+    return [(float(b.get("min", 0)), float(b["count"])) for b in buckets]
+
+
 def bpftrace(lines: list[str], source: str) -> list[tuple[str, float]]:
     """Rows of residence.bt's JSON lines (see the module docstring)."""
     printed: list[str] = []
     values: dict[str, float] = {}
+    keyed: dict[str, dict[str, float]] = {}
     hists: dict[str, list[tuple[float, float]]] = {}
     for line in lines:
         if not line.strip():
@@ -166,41 +212,95 @@ def bpftrace(lines: list[str], source: str) -> list[tuple[str, float]]:
             printed.append(str(data).strip())
         elif kind in ("map", "value", "stats") and isinstance(data, dict):
             for name, entry in data.items():
-                values[name.lstrip("@")] = _value(entry, name, source)
+                name = name.lstrip("@")
+                if name == CALLERS:
+                    if not isinstance(entry, dict):
+                        raise StageError(f"{source}: bpftrace map {name} is {entry!r}, not "
+                                         "keyed by stack and origin")
+                    for key, count in entry.items():
+                        origin, caller = _caller(key, name, source)
+                        row = f"{name}.{origin}.{caller}"
+                        keyed.setdefault(name, {})[row] = (
+                            keyed.get(name, {}).get(row, 0.0) + _value(count, name, source))
+                elif isinstance(entry, dict):
+                    keyed[name] = {f"{name}.{_origin(k, name, source)}": _value(v, name, source)
+                                   for k, v in entry.items()}
+                else:
+                    values[name] = _value(entry, name, source)
         elif kind == "hist" and isinstance(data, dict):
             for name, buckets in data.items():
-                if not isinstance(buckets, list):
-                    raise StageError(f"{source}: bpftrace histogram {name} is {buckets!r}, "
-                                     "not a list of buckets")
-                hists[name.lstrip("@")] = [(float(b.get("min", 0)), float(b["count"]))
-                                           for b in buckets]
-        elif kind in ("attached_probes", "lost_events", "time", "helper_error"):
-            if kind == "lost_events":
-                raise StageError(f"{source}: bpftrace lost events: {data}")
-            if kind == "helper_error":
-                raise StageError(f"{source}: bpftrace helper error: {data}")
-        else:
+                name = name.lstrip("@")
+                if name in BY_ORIGIN_HISTOGRAMS:
+                    if not isinstance(buckets, dict):
+                        raise StageError(f"{source}: bpftrace histogram {name} is not keyed "
+                                         "by origin")
+                    for k, b in buckets.items():
+                        hists[f"{name}.{_origin(k, name, source)}"] = _hist(b, name, source)
+                else:
+                    hists[name] = _hist(buckets, name, source)
+        elif kind == "lost_events":
+            raise StageError(f"{source}: bpftrace lost events: {data}")
+        elif kind == "helper_error":
+            raise StageError(f"{source}: bpftrace helper error: {data}")
+        elif kind not in ("attached_probes", "time"):
             raise StageError(f"{source}: bpftrace record of unexpected type {kind!r}: "
                              f"{line[:120]}")
     if "attached" not in printed or "end" not in printed:
         raise StageError(f"{source}: bpftrace output lacks its 'attached' or 'end' line "
                          f"(printed: {printed}); it did not run to its END probe")
-    unknown = set(values) - set(COUNTERS) - set(MAXIMA)
+    known = set(COUNTERS) | set(MAXIMA) | set(BY_ORIGIN_COUNTERS) | set(BY_ORIGIN_MAXIMA) | {
+        CALLERS}
+    unknown = (set(values) | set(keyed)) - known
+    unknown |= {h for h in hists if h.split(".")[0] not in HISTOGRAMS + BY_ORIGIN_HISTOGRAMS}
     if unknown:
         raise StageError(f"{source}: bpftrace printed maps {sorted(unknown)} this parser "
                          "does not know (residence.bt changed without parse.py?)")
     rows = [(name, values.get(name, 0.0)) for name in COUNTERS]
     rows += [(name, values[name]) for name in MAXIMA if name in values]
-    for name in HISTOGRAMS:
-        rows += [(f"{name}.hist.{lo:g}", count) for lo, count in hists.get(name, [])
-                 if count]
+    for name in BY_ORIGIN_COUNTERS:
+        got = keyed.get(name, {})
+        rows += [(f"{name}.{o}", got.get(f"{name}.{o}", 0.0)) for o in ORIGINS.values()]
+    for name in BY_ORIGIN_MAXIMA:
+        rows += sorted(keyed.get(name, {}).items())
+    rows += sorted(keyed.get(CALLERS, {}).items())
+    for name, buckets in sorted(hists.items()):
+        rows += [(f"{name}.hist.{lo:g}", count) for lo, count in buckets if count]
     timed = values.get("residences", 0.0)
     if timed <= 0:
-        raise StageError(f"{source}: no local-DSQ residence was timed (did qmap run the "
-                         "load? are the probes on the right functions?)")
+        raise StageError(f"{source}: no local-DSQ residence was timed (did the scheduler run "
+                         "the load? are the probes on the right functions?)")
     for name in ("over_128us", "over_256us"):
         rows.append((f"{name}_per_million", values.get(name, 0.0) / timed * 1e6))
     return rows
+
+
+def census(lines: list[str], source: str) -> list[tuple[str, float]]:
+    """Rows of the census halfway through the load (see the module docstring)."""
+    pairs = _keyvalue(lines, source, "census")
+    for key in ("at_s", "loadavg"):
+        if key not in pairs:
+            raise StageError(f"{source}: census has no {key}= line")
+    fields = pairs["loadavg"].split()
+    if len(fields) < 4 or not re.fullmatch(r"\d+/\d+", fields[3]):
+        raise StageError(f"{source}: census: loadavg {pairs['loadavg']!r} has no running/total")
+    running, tasks = fields[3].split("/")
+    rows = [("census.at_s", float(pairs["at_s"])), ("census.running", float(running)),
+            ("census.tasks", float(tasks))]
+    rows += [(f"census.{k.removeprefix('comm.')}", float(v)) for k, v in sorted(pairs.items())
+             if k.startswith("comm.stress-ng")]
+    return rows
+
+
+def scheduler(lines: list[str], source: str) -> list[tuple[str, float]]:
+    """Rows of scx_remote's last counters line."""
+    last = [line for line in lines if line.strip()]
+    if not last:
+        raise StageError(f"{source}: scheduler section is empty (scx_remote printed nothing)")
+    pairs = dict(f.split("=", 1) for f in last[-1].split() if "=" in f)
+    missing = [k for k in SCHEDULER if not re.fullmatch(r"\d+", pairs.get(k, ""))]
+    if missing:
+        raise StageError(f"{source}: scheduler line {last[-1]!r} lacks {missing}")
+    return [(f"sched.{k}", float(pairs[k])) for k in SCHEDULER]
 
 
 def residence(text: str, source: str) -> list[tuple[str, float]]:
@@ -214,12 +314,10 @@ def residence(text: str, source: str) -> list[tuple[str, float]]:
         for k, v in by_kind.items():
             kinds[k] = kinds.get(k, 0.0) + v
     rows += [(f"bogo_ops.{k}", v) for k, v in sorted(kinds.items())]
-    storms = _keyvalue(found["fork_storms"], source, "fork_storms")
-    if "storms" not in storms:
-        raise StageError(f"{source}: fork_storms has no storms= line")
-    rows.append(("fork_storms", float(storms["storms"])))
+    rows += census(found["census"], source)
     rows += events(found["events.before"], found["events.after"], source)
     rows += bpftrace(found["bpftrace"], source)
+    rows += scheduler(found["scheduler"], source)
     return rows
 
 
