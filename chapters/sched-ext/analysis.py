@@ -57,7 +57,8 @@ UNITS = {f"over_{t}us_per_million": ("outliers per million residences", "count")
 """Our outlier metrics, their unit and margin kind."""
 SETS = ("the author's two sets (5 x 120 s per kernel, about 1.2 M tasks per set, the mail) were "
         "of equal size and his counts are over every local-DSQ residence, so that the change "
-        "of his outlier counts is the change of the outlier rate")
+        "of his outlier counts is the change of the outlier rate; and that our scheduler's "
+        "remote IMMED dispatches (scx_remote) stand for his scx_qmap -I -F 50")
 """What reading the cited counts as a rate assumes."""
 
 
