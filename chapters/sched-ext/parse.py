@@ -13,6 +13,7 @@ the same). The sections and the rows they give:
 * ``census``: the tasks halfway through the load -> ``census.at_s``, ``census.running`` and
   ``census.tasks`` (/proc/loadavg's running/total) and ``census.<comm>`` for every stress-ng
   task name (how many instances each stressor really ran);
+* ``probes``: ``recursion_misses``, calls the fentry programs skipped (0, or the boot failed);
 * ``events.before`` / ``events.after``: sched_ext's ``root/events`` (``SCX_EV_<NAME> <n>``)
   -> ``events.<NAME>``, the increase over the load;
 * ``bpftrace``: bpftrace's JSON lines (``-f json``) from ``residence.bt``. Plain counters, max
@@ -26,7 +27,7 @@ the same). The sections and the rows they give:
   ``over_128us_per_million`` and ``over_256us_per_million`` (per million timed residences, the
   author's counts being over a sample of another size);
 * ``scheduler``: scx_remote's last counters line -> ``sched.dispatch``, ``sched.remote``,
-  ``sched.remote_none``, ``sched.reenq``.
+  ``sched.remote_none``, ``sched.reenq``; its other output (the exit reason) is kept raw.
 
 A missing section, a histogram or counter of an unexpected shape, a bpftrace output without
 its ``attached`` and ``end`` markers, lost events, or two sections of one name fail the parse.
@@ -49,8 +50,10 @@ COUNTERS = ("tasks", "inserts", "immed_inserts", "residences", "unmatched", "unm
 """Plain counters of residence.bt, 0 when bpftrace printed nothing for them."""
 MAXIMA = ("residence_max_ns", "residence_avg_ns")
 """max() and avg() maps: absent when nothing was timed."""
-ORIGINS = {"1": "local", "2": "remote"}
-"""residence.bt's key for the origin of a fallback: the runqueue's CPU against the caller's."""
+ORIGINS = {"1": "local", "2": "remote", "3": "unattributed"}
+"""residence.bt's key for the origin of a fallback: the runqueue's CPU against the caller's, or
+(handler runs only) a run whose fallback the probe could not tell."""
+FALLBACK_ORIGINS = ("local", "remote")
 BY_ORIGIN_COUNTERS = ("fallbacks", "handlers", "handler_residences", "handler_over_128us",
                       "handler_over_256us")
 """Counters keyed by origin: each origin's row is 0 when bpftrace printed nothing for it."""
@@ -60,7 +63,8 @@ HISTOGRAMS = ("residence_us",)
 BY_ORIGIN_HISTOGRAMS = ("deferral_us", "handler_residence_us")
 CALLERS = "fallback_callers"
 SELF = "schedule_deferred"
-REQUIRED = ("environment", "census", "events.before", "events.after", "bpftrace", "scheduler")
+REQUIRED = ("environment", "census", "probes", "events.before", "events.after", "bpftrace",
+            "scheduler")
 SCHEDULER = ("dispatch", "remote", "remote_none", "reenq")
 """scx_remote's counters (scx_remote.c prints them as key=value on one line)."""
 
@@ -259,7 +263,8 @@ def bpftrace(lines: list[str], source: str) -> list[tuple[str, float]]:
     rows += [(name, values[name]) for name in MAXIMA if name in values]
     for name in BY_ORIGIN_COUNTERS:
         got = keyed.get(name, {})
-        rows += [(f"{name}.{o}", got.get(f"{name}.{o}", 0.0)) for o in ORIGINS.values()]
+        origins = FALLBACK_ORIGINS if name in ("fallbacks", "handlers") else ORIGINS.values()
+        rows += [(f"{name}.{o}", got.get(f"{name}.{o}", 0.0)) for o in origins]
     for name in BY_ORIGIN_MAXIMA:
         rows += sorted(keyed.get(name, {}).items())
     rows += sorted(keyed.get(CALLERS, {}).items())
@@ -292,10 +297,12 @@ def census(lines: list[str], source: str) -> list[tuple[str, float]]:
 
 
 def scheduler(lines: list[str], source: str) -> list[tuple[str, float]]:
-    """Rows of scx_remote's last counters line."""
-    last = [line for line in lines if line.strip()]
+    """Rows of scx_remote's last counters line (its other lines, such as libbpf's messages and
+    the exit reason, are kept raw and not parsed)."""
+    last = [line for line in lines if line.startswith("dispatch=")]
     if not last:
-        raise StageError(f"{source}: scheduler section is empty (scx_remote printed nothing)")
+        raise StageError(f"{source}: scheduler section has no dispatch= line (scx_remote "
+                         "printed no counters)")
     pairs = dict(f.split("=", 1) for f in last[-1].split() if "=" in f)
     missing = [k for k in SCHEDULER if not re.fullmatch(r"\d+", pairs.get(k, ""))]
     if missing:
@@ -315,6 +322,10 @@ def residence(text: str, source: str) -> list[tuple[str, float]]:
             kinds[k] = kinds.get(k, 0.0) + v
     rows += [(f"bogo_ops.{k}", v) for k, v in sorted(kinds.items())]
     rows += census(found["census"], source)
+    probes = _keyvalue(found["probes"], source, "probes")
+    if not re.fullmatch(r"\d+", probes.get("recursion_misses", "")):
+        raise StageError(f"{source}: probes has no recursion_misses=<n> line")
+    rows.append(("recursion_misses", float(probes["recursion_misses"])))
     rows += events(found["events.before"], found["events.after"], source)
     rows += bpftrace(found["bpftrace"], source)
     rows += scheduler(found["scheduler"], source)
