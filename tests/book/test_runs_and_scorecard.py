@@ -256,7 +256,8 @@ def test_the_card_keeps_the_kinds_of_the_sched_ext_qpw_and_io_wq_rows() -> None:
     frame = cited.to_frame(cited.load_all())
     card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame)).set_index("id")
     # checks are true by construction or pass/fail, and never support
-    for rid in ("sched-ext-check-owner-cpu", "sched-ext-check-call-sites", "qpw-lockdep-syzbot",
+    for rid in ("sched-ext-check-owner-cpu", "sched-ext-check-call-sites",
+                "sched-ext-check-remote-path-ran", "qpw-lockdep-syzbot",
                 "io-wq-check-lost-wakeups"):
         assert card.loc[rid, "row_kind"] == verdicts.CHECK
         assert card.loc[rid, "verdict"] in (verdicts.PASSED, verdicts.FAILED)
@@ -270,7 +271,7 @@ def test_the_card_keeps_the_kinds_of_the_sched_ext_qpw_and_io_wq_rows() -> None:
                                                                             verdicts.FAILS)
     mine = card[card["chapter"].isin(["sched-ext", "qpw", "io-wq"])]
     counted = scorecard.counts(mine.reset_index(), frame)
-    assert counted["check"] == 4 and counted["check-support"] == 0
+    assert counted["check"] == 5 and counted["check-support"] == 0
 
 
 @pytest.mark.parametrize(("variants", "accelerator"), [

@@ -100,7 +100,8 @@ def test_an_inconclusive_row_states_what_its_boots_can_detect() -> None:
 
 
 def test_a_design_that_cannot_move_the_metric_says_so() -> None:
-    """sched-ext: 11 remote fallbacks against 443 outliers move the rate by 2.5 % at most."""
+    """sched-ext's scx_qmap run: 11 remote fallbacks against 443 outliers move the rate by 2.5 %
+    at most."""
     bound = verdicts.Bound(2.5, "11 remote fallbacks against 443 outliers")
     judged = claim(-45.0, 18.0, -45.0, bound=bound)
     assert judged.verdict == verdicts.INCONCLUSIVE
