@@ -77,8 +77,9 @@ def bounds(cited: pd.DataFrame, chosen: Chosen) -> dict[tuple[str, str], verdict
         outliers = base[f"over_{threshold}"].mean()
         remote = base["fallbacks.remote"].mean()
         ended = base["handler_residences.remote"].mean()
+        # a rate falls by 100 % at most, however many calls could each spare an outlier
         found[(row.table, row.row)] = verdicts.Bound(
-            100 * max(remote, ended) / outliers,
+            min(100.0, 100 * max(remote, ended) / outliers),
             f"{remote:,.0f} remote fallbacks, whose handlers ended {ended:,.0f} residences, "
             f"against {outliers:,.0f} residences over {threshold} per baseline boot, as if each "
             "had spared one")
