@@ -132,6 +132,8 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
         ("not ours", CODE),
     ("sched-ext.md", "a sample the author gives as more than a million tasks per set"):
         ("not ours", AUTHOR),
+    ("sched-ext.md", "In this guest, then, the handler of a remote fallback does not run"):
+        ("asserted", "notebooks/sched-ext.md", "sched-ext-remote-wait-not-shorter"),
     ("workqueue.md", "`pool->lock` is one of the more widely shared raw spinlocks"):
         ("not ours", CODE),
     ("workqueue.md", "and four more postings were needed to close it"): ("not ours", HISTORY),
