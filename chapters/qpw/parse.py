@@ -14,10 +14,11 @@ then; a re-parse says the same). A workload of another role prints ``role=``, ``
   and the averages ``load<n>.alloc_cycles_per_op`` and ``load<n>.free_cycles_per_op``; a
   discarded load gives ``load<n>.discarded`` = 1. Over the boot's kept loads after the first:
   ``alloc_cycles_per_op`` and ``free_cycles_per_op`` (total ticks over total allocations, so
-  every allocation weighs the same); ``loads_kept`` and ``loads_discarded``. The first load is
-  the first to take most of the slab pages from the page allocator, and under TCG the first to
-  touch the guest memory behind them, which costs the host its page faults: it is a warm-up,
-  kept as its own rows only. Under icount the ticks are guest instructions;
+  every allocation weighs the same); ``loads_kept`` and ``loads_discarded``. The first load is,
+  under TCG, the first to touch the guest memory behind the slab pages, which costs the host its
+  page faults (every load takes nearly all its slab pages from the page allocator again, since
+  the load before freed all its objects): it is a warm-up, kept as its own rows only. Under
+  icount the ticks are guest instructions;
 * ``victim`` and ``trace`` (isolation): per round ``r<n>.trigger_ns`` (the drain request's
   latency on CPU 0), the victim's ``r<n>.max_gap_ns``, ``r<n>.gaps`` (gaps over its threshold),
   ``r<n>.nvcsw`` and ``r<n>.nivcsw``, and from the trace events inside the round's markers

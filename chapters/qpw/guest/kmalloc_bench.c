@@ -22,7 +22,8 @@
  * barn's, the zone's), and sleeping with preemption disabled is a bug. The
  * cover letter's preempt_disable() hit it in the free loop of a PREEMPT_RT,
  * pwlocks=1 boot of ours ("BUG: scheduling while atomic"); migrate_disable()
- * keeps the task on its CPU, which is what local_lock_t itself does on RT.
+ * keeps the task on its CPU: the CPU pinning that local_lock_t itself does on
+ * RT before it takes its per-CPU spinlock_t.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
