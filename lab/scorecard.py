@@ -64,7 +64,9 @@ class Measure:
     ``margin`` the key of its kind in :data:`lab.verdicts.MARGINS`. ``assume`` states, when the
     cited unit is not ours, the assumption under which the cited change is a change of our
     quantity (counts over sets of a stated equal size are a rate): the claim is then judged in
-    our unit and the reason says what it assumes.
+    our unit and the reason says what it assumes. ``cannot_show`` says why this environment
+    cannot show the cited change at all (:func:`lab.verdicts.judge_change`): the row is then
+    "inconclusive here" with that reason, whatever the interval.
     """
 
     workload: str
@@ -74,17 +76,19 @@ class Measure:
     variants: dict[str, str] = field(default_factory=lambda: {r: r for r in ROLES})
     exclude_zeros: bool = False
     assume: str = ""
+    cannot_show: str = ""
 
 
 def measures_from_experiment(chosen: dict[str, runs.Run], cited: pd.DataFrame,
-                             units: dict[str, tuple[str, str]], *, assume: str = ""
-                             ) -> dict[tuple[str, str], Measure]:
+                             units: dict[str, tuple[str, str]], *, assume: str = "",
+                             cannot_show: str = "") -> dict[tuple[str, str], Measure]:
     """The measures an experiment declares with ``cited:`` (metric -> variant -> cited id).
 
     Read from the manifests of the chosen runs, oldest first, so a newer run's declaration wins.
     ``units`` gives each declared metric its unit and margin kind (the chapter's judge knows
     what its metrics measure); a declared metric without one is an error, because a claim must
-    not be judged by a quantity nobody named. ``assume`` is :attr:`Measure.assume` for all.
+    not be judged by a quantity nobody named. ``assume`` and ``cannot_show`` are
+    :attr:`Measure.assume` and :attr:`Measure.cannot_show` for all.
     """
     by_id = cited.set_index("id")
     measures: dict[tuple[str, str], Measure] = {}
@@ -104,7 +108,7 @@ def measures_from_experiment(chosen: dict[str, runs.Run], cited: pd.DataFrame,
                 unit, margin = units[metric]
                 measures[key] = Measure(workload=workload["name"], metrics=(metric,),
                                         unit=unit, margin=margin, variants=roles,
-                                        assume=assume)
+                                        assume=assume, cannot_show=cannot_show)
     return measures
 
 
@@ -196,7 +200,8 @@ def compare(cited: pd.DataFrame, chosen: dict[str, runs.Run],
                   measure: Measure = measure, key: tuple[str, str] = key) -> verdicts.Verdict:
             return verdicts.judge_change(change, claimed, limits,
                                          units=(measure.unit, cited_unit), margin=margin,
-                                         bound=(bounds or {}).get(key))
+                                         bound=(bounds or {}).get(key),
+                                         cannot_show=measure.cannot_show or None)
 
         try:
             verdict = verdicts.judge_boots(

@@ -21,8 +21,9 @@ the same). The sections and the rows they give:
   a counter the script never incremented is absent from the JSON and becomes 0); maps keyed by
   the fallback's origin (1 local, 2 remote) -> ``<name>.local`` / ``<name>.remote``
   (``fallbacks``, ``handlers``, ``handler_residences``, ``handler_over_128us``, ...);
-  ``fallback_callers`` -> ``fallback_callers.<origin>.<caller>``, the caller being the first
-  frame of the stack that is not ``schedule_deferred`` itself; every histogram ->
+  ``fallback_callers`` -> ``fallback_callers.<origin>.<caller>``, the caller being the nearest
+  return address of the stack below the BPF trampoline (``dsq_inc_nr()`` and
+  ``wakeup_preempt_scx()`` reach ``schedule_deferred()`` by tail calls, so their caller shows); every histogram ->
   ``<name>[.<origin>].hist.<lower bound>`` per non-empty bucket; and the derived rates
   ``over_128us_per_million`` and ``over_256us_per_million`` (per million timed residences, the
   author's counts being over a sample of another size);
