@@ -19,13 +19,14 @@ the same). The sections and the rows they give:
 * ``bpftrace``: bpftrace's JSON lines (``-f json``) from ``residence.bt``. Plain counters, max
   and avg maps -> their name without ``@`` (``inserts``, ``residences``, ``over_128us``, ...;
   a counter the script never incremented is absent from the JSON and becomes 0); maps keyed by
-  the fallback's origin (1 local, 2 remote, 3 a handler run it could not tell) -> ``<name>.local`` / ``<name>.remote``
-  (``fallbacks``, ``handlers``, ``handler_residences``, ``handler_over_128us``, ...);
-  ``fallback_callers`` -> ``fallback_callers.<origin>.<caller>``, the caller being the nearest
-  return address of the stack below the BPF trampoline (``dsq_inc_nr()`` and
-  ``wakeup_preempt_scx()`` reach ``schedule_deferred()`` by tail calls, so their caller
-  shows); every histogram -> ``<name>[.<origin>].hist.<lower bound>`` per non-empty bucket;
-  and the derived rates ``over_128us_per_million`` and ``over_256us_per_million`` (per million timed residences, the
+  the fallback's origin (1 local, 2 remote, 3 a handler run it could not tell) ->
+  ``<name>.local`` / ``<name>.remote`` / ``<name>.unattributed`` (``fallbacks``,
+  ``handlers``, ``handler_residences``, ``handler_over_128us``, ...); ``fallback_callers`` ->
+  ``fallback_callers.<origin>.<caller>``, the caller being the nearest return address of the
+  stack below the BPF trampoline (``dsq_inc_nr()`` and ``wakeup_preempt_scx()`` reach
+  ``schedule_deferred()`` by tail calls, so their caller shows); every histogram ->
+  ``<name>[.<origin>].hist.<lower bound>`` per non-empty bucket; and the derived rates
+  ``over_128us_per_million`` and ``over_256us_per_million`` (per million timed residences, the
   author's counts being over a sample of another size);
 * ``scheduler``: scx_remote's last counters line -> ``sched.dispatch``, ``sched.remote``,
   ``sched.remote_none``, ``sched.reenq``; its other output (the exit reason) is kept raw.
