@@ -37,8 +37,10 @@ its ``attached`` and ``end`` markers, lost events, or two sections of one name f
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -312,8 +314,20 @@ def scheduler(lines: list[str], source: str) -> list[tuple[str, float]]:
     return [(f"sched.{k}", float(pairs[k])) for k in SCHEDULER]
 
 
+def _qmap_parser() -> Any:
+    """The parser of the scx_qmap runs (``parse_qmap.py`` beside this file)."""
+    path = Path(__file__).with_name("parse_qmap.py")
+    spec = importlib.util.spec_from_file_location("sched_ext_parse_qmap", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def residence(text: str, source: str) -> list[tuple[str, float]]:
-    """Rows of one boot of residence.sh (see the module docstring)."""
+    """Rows of one boot of residence.sh (see the module docstring); the output of the scx_qmap
+    runs, recognised by its ``== qmap`` section, goes to their own parser."""
+    if "\n== qmap" in text:
+        return _qmap_parser().residence(text, source)
     found = sections(text, source)
     rows = environment(found["environment"], source)
     kinds: dict[str, float] = {}
