@@ -504,8 +504,9 @@ def judge_boots(baseline: pd.Series, patched: pd.Series, judge: Judge, *,
             after = (f"without them {without.verdict}" + (
                 f" ({without.change.interval()}, {without.change.n})" if without.change
                 else ""))
-        notes.append(f"{len(bad)} of {total} boots had clock trouble ({'; '.join(words)}); "
-                     f"{after}")
+        # several boots with the same trouble: say it is each one's, not the boots' total
+        said = f"{words[0]} each" if len(bad) > 1 and len(words) == 1 else "; ".join(words)
+        notes.append(f"{len(bad)} of {total} boots had clock trouble ({said}); {after}")
     sided = verdict.verdict in (*SUPPORT, CONTRADICTED, HOLDS, FAILS)
     full = verdict.change
     for side, values in (("baseline", baseline), ("patched", patched)):

@@ -173,6 +173,13 @@ def test_boots_with_clock_trouble_are_counted_and_left_out() -> None:
     judged = verdicts.judge_boots(base, patched, _judge,
                                   flagged=({}, {4: "TSC marked unstable"}))
     assert "1 of 8 boots had clock trouble (TSC marked unstable); without them" in judged.reason
+    # the same trouble in several boots is each boot's, not their total
+    several = verdicts.judge_boots(base, patched, _judge, flagged=(
+        {1: "1 watchdog timeout"}, {2: "1 watchdog timeout", 3: "1 watchdog timeout"}))
+    assert "3 of 8 boots had clock trouble (1 watchdog timeout each);" in several.reason
+    mixed = verdicts.judge_boots(base, patched, _judge, flagged=(
+        {1: "1 watchdog timeout"}, {2: "TSC marked unstable"}))
+    assert "(1 watchdog timeout; TSC marked unstable)" in mixed.reason
     clean = verdicts.judge_boots(base, patched, _judge)
     assert "clock trouble" not in clean.reason
 
