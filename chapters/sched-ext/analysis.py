@@ -60,11 +60,11 @@ SETS = ("the author's two sets (5 x 120 s per kernel, about 1.2 M tasks per set,
         "of his outlier counts is the change of the outlier rate; and that our scheduler's "
         "remote IMMED dispatches (scx_remote) stand for his scx_qmap -I -F 50")
 """What reading the cited counts as a rate assumes."""
-SIZE = ("in this guest the mean wait for the deferred handler alone lies between 128 and 256 us "
-        "in both kernels, so nearly every residence a remote fallback's handler ends lands above 128 us and many "
-        "above 256 us whichever kernel runs; the outlier rates are set by how often scx_remote "
-        "takes that path and by the emulator's speed, not by the cost the patch trades; only "
-        "the counts of the changed path and where its work runs compare")
+SIZE = ("in this guest the mean wait for the deferred handler alone lies between 128 and 256 "
+        "us in both kernels, so nearly every residence a remote fallback's handler ends lands "
+        "above 128 us and many above 256 us whichever kernel runs; the outlier rates are set by "
+        "how often scx_remote takes that path and by the emulator's speed, not by the cost the "
+        "patch trades; only the counts of the changed path and where its work runs compare")
 """Why the outlier claims cannot be judged here (review of 2026-11-26, N4)."""
 TCG = ("under TCG the baseline's wait is the calling vCPU finishing its interrupts-off path at "
        "emulated speed and the patched kernel's is QEMU's cross-vCPU interrupt delivery; neither "
