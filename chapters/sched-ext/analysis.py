@@ -29,6 +29,8 @@ the guest's clock (TCG: a direction only), and three checks:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pandas as pd
 
 from lab import runs, scorecard, verdicts
@@ -120,19 +122,22 @@ def per_boot(chosen: Chosen, metrics: tuple[str, ...]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _workload_rows(chosen: Chosen) -> Iterator[tuple[str, pd.DataFrame]]:
+    """Per cited role with a chosen run, that variant's rows of the residence workload."""
+    for role, variant in ROLES.items():
+        if variant in chosen:
+            res = chosen[variant].results
+            yield role, res[(res["variant"] == variant) & (res["workload"] == WORKLOAD)]
+
+
 def histogram(chosen: Chosen, name: str) -> pd.DataFrame:
     """Bucket counts of a residence.bt histogram (``residence_us``, or one origin's
     ``deferral_us.<origin>`` or ``handler_residence_us.<origin>``) per boot: ``kernel``,
     ``rep``, ``low_us`` (the power-of-two bucket's lower bound), ``count`` and ``share`` of the
     boot's total."""
     rows = []
-    for role, variant in ROLES.items():
-        if variant not in chosen:
-            continue
-        res = chosen[variant].results
-        part = res[(res["variant"] == variant) & (res["workload"] == WORKLOAD)
-                   & res["metric"].str.startswith(f"{name}.hist.")]
-        for row in part.itertuples():
+    for role, res in _workload_rows(chosen):
+        for row in res[res["metric"].str.startswith(f"{name}.hist.")].itertuples():
             rows.append({"kernel": role, "rep": int(row.rep),
                          "low_us": float(row.metric.rsplit(".hist.", 1)[1]),
                          "count": float(row.value)})
@@ -153,13 +158,9 @@ def callers(chosen: Chosen) -> pd.DataFrame:
     """Fallbacks per boot by calling function and origin, each kernel's mean: ``kernel``,
     ``origin``, ``caller``, ``per_boot``."""
     rows = []
-    for role, variant in ROLES.items():
-        if variant not in chosen:
-            continue
-        res = chosen[variant].results
-        part = res[(res["variant"] == variant) & (res["workload"] == WORKLOAD)
-                   & res["metric"].str.startswith("fallback_callers.")]
-        boots = res[(res["variant"] == variant) & (res["workload"] == WORKLOAD)]["rep"].nunique()
+    for role, res in _workload_rows(chosen):
+        boots = res["rep"].nunique()
+        part = res[res["metric"].str.startswith("fallback_callers.")]
         for metric, values in part.groupby("metric")["value"]:
             _, origin, caller = metric.split(".", 2)
             rows.append({"kernel": role, "origin": origin, "caller": caller,

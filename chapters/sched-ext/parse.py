@@ -33,14 +33,18 @@ the same). The sections and the rows they give:
 
 A missing section, a histogram or counter of an unexpected shape, a bpftrace output without
 its ``attached`` and ``end`` markers, lost events, or two sections of one name fail the parse.
+
+The runs made with scx_qmap (up to 20261123T113836Z-auto) printed ``fork_storms`` (``storms=<n>``
+-> ``fork_storms``) and ``qmap`` (kept raw) sections instead of census, probes and scheduler, and
+their bpftrace maps had no origin keys (``fallback_local``, ``fallback_remote``, ``deferral_us``,
+...): :func:`residence` recognises that output by its ``== qmap`` section and reads it with the
+``QMAP_`` names, so those committed runs re-parse to their own results.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -71,10 +75,20 @@ REQUIRED = ("environment", "census", "probes", "events.before", "events.after", 
             "scheduler")
 SCHEDULER = ("dispatch", "remote", "remote_none", "reenq")
 """scx_remote's counters (scx_remote.c prints them as key=value on one line)."""
+QMAP_COUNTERS = ("inserts", "immed_inserts", "residences", "unmatched", "over_128us",
+                 "over_256us", "fallback_local", "fallback_remote", "ran_on_owner",
+                 "ran_elsewhere")
+QMAP_MAXIMA = ("residence_max_ns", "residence_avg_ns", "deferral_max_ns", "deferral_avg_ns")
+QMAP_HISTOGRAMS = ("residence_us", "deferral_us")
+QMAP_REQUIRED = ("environment", "fork_storms", "events.before", "events.after", "bpftrace",
+                 "qmap")
+"""The scx_qmap runs' maps and sections (module docstring)."""
 
 
-def sections(text: str, source: str) -> dict[str, list[str]]:
-    """Split the output into its sections; check the end marker and for an error line."""
+def sections(text: str, source: str, required: tuple[str, ...] = REQUIRED
+             ) -> dict[str, list[str]]:
+    """Split the output into its sections; check the end marker, for an error line and that
+    every ``required`` section is there."""
     lines = keyvalue.complete(text, source)
     found: dict[str, list[str]] = {}
     current = None
@@ -89,7 +103,7 @@ def sections(text: str, source: str) -> dict[str, list[str]]:
             found[current].append(line)
         elif line.strip():
             raise StageError(f"{source}: text before the first section: {line!r}")
-    missing = [s for s in REQUIRED if s not in found]
+    missing = [s for s in required if s not in found]
     if missing:
         raise StageError(f"{source}: sections {missing} missing (have {sorted(found)}); was "
                          "the guest script changed?")
@@ -201,12 +215,13 @@ def _hist(buckets: Any, name: str, source: str) -> list[tuple[float, float]]:
     return [(float(b.get("min", 0)), float(b["count"])) for b in buckets]
 
 
-def bpftrace(lines: list[str], source: str) -> list[tuple[str, float]]:
-    """Rows of residence.bt's JSON lines (see the module docstring)."""
+def _records(lines: list[str], source: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """bpftrace's JSON lines as its maps and histograms (name without ``@`` -> the printed
+    data), after checking that the script ran from its ``attached`` to its ``end`` line and lost
+    nothing."""
     printed: list[str] = []
-    values: dict[str, float] = {}
-    keyed: dict[str, dict[str, float]] = {}
-    hists: dict[str, list[tuple[float, float]]] = {}
+    maps: dict[str, Any] = {}
+    hists: dict[str, Any] = {}
     for line in lines:
         if not line.strip():
             continue
@@ -219,33 +234,9 @@ def bpftrace(lines: list[str], source: str) -> list[tuple[str, float]]:
         if kind == "printf":
             printed.append(str(data).strip())
         elif kind in ("map", "value", "stats") and isinstance(data, dict):
-            for name, entry in data.items():
-                name = name.lstrip("@")
-                if name == CALLERS:
-                    if not isinstance(entry, dict):
-                        raise StageError(f"{source}: bpftrace map {name} is {entry!r}, not "
-                                         "keyed by stack and origin")
-                    for key, count in entry.items():
-                        origin, caller = _caller(key, name, source)
-                        row = f"{name}.{origin}.{caller}"
-                        keyed.setdefault(name, {})[row] = (
-                            keyed.get(name, {}).get(row, 0.0) + _value(count, name, source))
-                elif isinstance(entry, dict):
-                    keyed[name] = {f"{name}.{_origin(k, name, source)}": _value(v, name, source)
-                                   for k, v in entry.items()}
-                else:
-                    values[name] = _value(entry, name, source)
+            maps.update((name.lstrip("@"), entry) for name, entry in data.items())
         elif kind == "hist" and isinstance(data, dict):
-            for name, buckets in data.items():
-                name = name.lstrip("@")
-                if name in BY_ORIGIN_HISTOGRAMS:
-                    if not isinstance(buckets, dict):
-                        raise StageError(f"{source}: bpftrace histogram {name} is not keyed "
-                                         "by origin")
-                    for k, b in buckets.items():
-                        hists[f"{name}.{_origin(k, name, source)}"] = _hist(b, name, source)
-                else:
-                    hists[name] = _hist(buckets, name, source)
+            hists.update((name.lstrip("@"), buckets) for name, buckets in data.items())
         elif kind == "lost_events":
             raise StageError(f"{source}: bpftrace lost events: {data}")
         elif kind == "helper_error":
@@ -256,13 +247,58 @@ def bpftrace(lines: list[str], source: str) -> list[tuple[str, float]]:
     if "attached" not in printed or "end" not in printed:
         raise StageError(f"{source}: bpftrace output lacks its 'attached' or 'end' line "
                          f"(printed: {printed}); it did not run to its END probe")
+    return maps, hists
+
+
+def _unknown(names: set[str], source: str) -> None:
+    if names:
+        raise StageError(f"{source}: bpftrace printed maps {sorted(names)} this parser "
+                         "does not know (residence.bt changed without parse.py?)")
+
+
+def _rates(values: dict[str, float], source: str) -> list[tuple[str, float]]:
+    """The outlier rates per million timed residences."""
+    timed = values.get("residences", 0.0)
+    if timed <= 0:
+        raise StageError(f"{source}: no local-DSQ residence was timed (did the scheduler run "
+                         "the load? are the probes on the right functions?)")
+    return [(f"{name}_per_million", values.get(name, 0.0) / timed * 1e6)
+            for name in ("over_128us", "over_256us")]
+
+
+def bpftrace(lines: list[str], source: str) -> list[tuple[str, float]]:
+    """Rows of residence.bt's JSON lines (see the module docstring)."""
+    maps, raw_hists = _records(lines, source)
+    values: dict[str, float] = {}
+    keyed: dict[str, dict[str, float]] = {}
+    hists: dict[str, list[tuple[float, float]]] = {}
+    for name, entry in maps.items():
+        if name == CALLERS:
+            if not isinstance(entry, dict):
+                raise StageError(f"{source}: bpftrace map {name} is {entry!r}, not keyed by "
+                                 "stack and origin")
+            for key, count in entry.items():
+                origin, caller = _caller(key, name, source)
+                row = f"{name}.{origin}.{caller}"
+                keyed.setdefault(name, {})[row] = (
+                    keyed.get(name, {}).get(row, 0.0) + _value(count, name, source))
+        elif isinstance(entry, dict):
+            keyed[name] = {f"{name}.{_origin(k, name, source)}": _value(v, name, source)
+                           for k, v in entry.items()}
+        else:
+            values[name] = _value(entry, name, source)
+    for name, buckets in raw_hists.items():
+        if name in BY_ORIGIN_HISTOGRAMS:
+            if not isinstance(buckets, dict):
+                raise StageError(f"{source}: bpftrace histogram {name} is not keyed by origin")
+            for k, b in buckets.items():
+                hists[f"{name}.{_origin(k, name, source)}"] = _hist(b, name, source)
+        else:
+            hists[name] = _hist(buckets, name, source)
     known = set(COUNTERS) | set(MAXIMA) | set(BY_ORIGIN_COUNTERS) | set(BY_ORIGIN_MAXIMA) | {
         CALLERS}
-    unknown = (set(values) | set(keyed)) - known
-    unknown |= {h for h in hists if h.split(".")[0] not in HISTOGRAMS + BY_ORIGIN_HISTOGRAMS}
-    if unknown:
-        raise StageError(f"{source}: bpftrace printed maps {sorted(unknown)} this parser "
-                         "does not know (residence.bt changed without parse.py?)")
+    _unknown((set(values) | set(keyed)) - known | {
+        h for h in hists if h.split(".")[0] not in HISTOGRAMS + BY_ORIGIN_HISTOGRAMS}, source)
     rows = [(name, values.get(name, 0.0)) for name in COUNTERS]
     rows += [(name, values[name]) for name in MAXIMA if name in values]
     for name in BY_ORIGIN_COUNTERS:
@@ -274,13 +310,7 @@ def bpftrace(lines: list[str], source: str) -> list[tuple[str, float]]:
     rows += sorted(keyed.get(CALLERS, {}).items())
     for name, buckets in sorted(hists.items()):
         rows += [(f"{name}.hist.{lo:g}", count) for lo, count in buckets if count]
-    timed = values.get("residences", 0.0)
-    if timed <= 0:
-        raise StageError(f"{source}: no local-DSQ residence was timed (did the scheduler run "
-                         "the load? are the probes on the right functions?)")
-    for name in ("over_128us", "over_256us"):
-        rows.append((f"{name}_per_million", values.get(name, 0.0) / timed * 1e6))
-    return rows
+    return rows + _rates(values, source)
 
 
 def census(lines: list[str], source: str) -> list[tuple[str, float]]:
@@ -314,21 +344,9 @@ def scheduler(lines: list[str], source: str) -> list[tuple[str, float]]:
     return [(f"sched.{k}", float(pairs[k])) for k in SCHEDULER]
 
 
-def _qmap_parser() -> Any:
-    """The parser of the scx_qmap runs (``parse_qmap.py`` beside this file)."""
-    path = Path(__file__).with_name("parse_qmap.py")
-    spec = importlib.util.spec_from_file_location("sched_ext_parse_qmap", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def residence(text: str, source: str) -> list[tuple[str, float]]:
-    """Rows of one boot of residence.sh (see the module docstring); the output of the scx_qmap
-    runs, recognised by its ``== qmap`` section, goes to their own parser."""
-    if "\n== qmap" in text:
-        return _qmap_parser().residence(text, source)
-    found = sections(text, source)
+def _load(found: dict[str, list[str]], source: str) -> list[tuple[str, float]]:
+    """Rows of the environment and of every stress-ng instance, and bogo-ops per stressor kind
+    summed over the boot's instances."""
     rows = environment(found["environment"], source)
     kinds: dict[str, float] = {}
     for name in sorted(s for s in found if s.startswith("stress-ng ")):
@@ -336,7 +354,36 @@ def residence(text: str, source: str) -> list[tuple[str, float]]:
         rows += more
         for k, v in by_kind.items():
             kinds[k] = kinds.get(k, 0.0) + v
-    rows += [(f"bogo_ops.{k}", v) for k, v in sorted(kinds.items())]
+    return rows + [(f"bogo_ops.{k}", v) for k, v in sorted(kinds.items())]
+
+
+def _qmap_residence(text: str, source: str) -> list[tuple[str, float]]:
+    """Rows of one boot of the scx_qmap runs (module docstring)."""
+    found = sections(text, source, QMAP_REQUIRED)
+    rows = _load(found, source)
+    storms = _keyvalue(found["fork_storms"], source, "fork_storms")
+    if "storms" not in storms:
+        raise StageError(f"{source}: fork_storms has no storms= line")
+    rows.append(("fork_storms", float(storms["storms"])))
+    rows += events(found["events.before"], found["events.after"], source)
+    maps, raw_hists = _records(found["bpftrace"], source)
+    values = {name: _value(entry, name, source) for name, entry in maps.items()}
+    hists = {name: _hist(buckets, name, source) for name, buckets in raw_hists.items()}
+    _unknown(set(values) - set(QMAP_COUNTERS) - set(QMAP_MAXIMA), source)
+    rows += [(name, values.get(name, 0.0)) for name in QMAP_COUNTERS]
+    rows += [(name, values[name]) for name in QMAP_MAXIMA if name in values]
+    for name in QMAP_HISTOGRAMS:
+        rows += [(f"{name}.hist.{lo:g}", count) for lo, count in hists.get(name, []) if count]
+    return rows + _rates(values, source)
+
+
+def residence(text: str, source: str) -> list[tuple[str, float]]:
+    """Rows of one boot of residence.sh (see the module docstring); the output of the scx_qmap
+    runs, recognised by its ``== qmap`` section, is read the way they printed it."""
+    if "\n== qmap" in text:
+        return _qmap_residence(text, source)
+    found = sections(text, source)
+    rows = _load(found, source)
     rows += census(found["census"], source)
     probes = _keyvalue(found["probes"], source, "probes")
     if not re.fullmatch(r"\d+", probes.get("recursion_misses", "")):
