@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,12 @@ COMPILERS: dict[str, list[str]] = {
     "clang": ["LLVM=-21", "CC=ccache clang-21", "HOSTCC=clang-21"],
 }
 """make variables per compiler; clang builds use the whole LLVM toolchain (LLVM=1 style)."""
+
+def kernel_make_vars(compiler: str) -> list[str]:
+    """The make variables of :data:`COMPILERS` without ccache, for what is built against a
+    kernel outside its build (an out-of-tree module must use the kernel's compiler)."""
+    return [v.replace("ccache ", "") for v in COMPILERS[compiler]]
+
 
 REPRODUCIBLE = ["KBUILD_BUILD_TIMESTAMP=2000-01-01", "KBUILD_BUILD_USER=kernel-book",
                 "KBUILD_BUILD_HOST=kernel-book", "KBUILD_BUILD_VERSION=1"]
@@ -168,6 +175,57 @@ def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
         "config_sha256": kconfig.sha256(config),
     }
     (tmp / "build-info.json").write_text(json.dumps(info, indent=1))
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return info
+
+
+_DIAGNOSTIC = re.compile(
+    r"(: (?:fatal error|error|warning|note): |: In function |^make\[\d+\]: \*\*\*)")
+
+
+def diagnostics(log_text: str, limit: int = 200) -> list[str]:
+    """The compiler's diagnostic lines of a build log (errors, the warnings and notes beside
+    them, the ``In function`` headers and make's failure lines), paths relative to the source
+    tree, at most ``limit``: the part of a failed build's log a reader needs."""
+    lines = [line.replace(f"{SRC}/", "") for line in log_text.splitlines()
+             if _DIAGNOSTIC.search(line)]
+    return lines[:limit]
+
+
+def build_failure(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
+                  log: Path, expected: str) -> dict[str, object]:
+    """Build ``commit`` with ``config`` where the experiment expects the build to fail with
+    ``expected`` in its log (a variant's ``build_fails``): the failure is the evidence, so
+    its diagnostics are kept in ``dest`` (``errors.txt``) for the run's raw output. A build
+    that succeeds, or that fails without the expected text, raises: the claim it stands for
+    no longer holds."""
+    build_dir = build_dir_for(base_commit, config, box.compiler)
+    start = log.stat().st_size if log.exists() else 0
+    with series.tree_lock(box.tree):
+        try:
+            make_kernel(box, build_dir, commit, config, targets_for(config), log)
+        except StageError:
+            pass
+        else:
+            raise StageError(f"{commit[:12]} built with {box.compiler}, but the experiment "
+                             f"expects its build to fail with {expected!r} (build_fails in "
+                             f"chapter.yaml): the failure it documents is gone; drop the variant "
+                             f"or its build_fails")
+    text = log.read_text(errors="replace")[start:]
+    if expected not in text:
+        raise StageError(f"the build of {commit[:12]} failed, but not with {expected!r} "
+                         f"(build_fails in chapter.yaml); see {log}")
+    errors = diagnostics(text)
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    (tmp / "errors.txt").write_text("".join(f"{line}\n" for line in errors))
+    shutil.copyfile(log, tmp / "build.log")
+    info = {"commit": commit, "compiler": box.compiler, "build_dir": str(build_dir),
+            "targets": targets_for(config), "config_sha256": kconfig.sha256(config),
+            "failed": True, "expected": expected,
+            "error_lines": sum(": error: " in line for line in errors)}
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return info

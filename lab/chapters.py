@@ -190,6 +190,13 @@ def check_references(ch: Chapter) -> None:
     tools = m.get("tools")
     if tools and not (ch.path(tools["dir"]) / "Makefile").is_file():
         problems.append(f"tools.dir: {ch.path(tools['dir'])}/Makefile does not exist")
+    programs = (tools or {}).get("programs", [])
+    problems += [f"variants.{name}.initrd: {v['initrd']!r} is not one of tools.programs "
+                 f"{programs}" for name, v in m["variants"].items()
+                 if (v or {}).get("initrd") and v["initrd"] not in programs]
+    problems += [f"variants.{name}: a build expected to fail (build_fails) cannot boot; drop "
+                 "boot: true" for name, v in m["variants"].items()
+                 if (v or {}).get("build_fails") and (v or {}).get("boot")]
     parsers = ch.parsers()
     cited = ch.cited_ids()
     for i, w in enumerate(m["workloads"]):

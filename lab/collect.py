@@ -157,10 +157,11 @@ def write_run(tmp: Path, files: dict[str, bytes], manifest: dict[str, Any]) -> N
 def assemble(tmp: Path, chapter: str, records: list[dict[str, Any]], configs: dict[str, Path],
              manifest: dict[str, Any],
              cited: dict[tuple[str, str], str | dict[str, str]] | None = None,
-             diff: bytes = b"") -> None:
+             diff: bytes = b"", extra: dict[str, bytes] | None = None) -> None:
     """Write raw outputs (gzipped), results.csv, configs, the book's uncommitted ``diff`` (if
-    any) and manifest.json into ``tmp``."""
-    files: dict[str, bytes] = {}
+    any), ``extra`` raw files that no boot wrote (a failed build's errors) and manifest.json
+    into ``tmp``."""
+    files: dict[str, bytes] = dict(extra or {})
     for rec in records:
         rep_dir = Path(rec["dir"])
         prefix = f"raw/{rec['variant']}/rep{rec['rep']}"

@@ -32,6 +32,12 @@ class Variant:
     compiler: str
     boot: bool = True
     """False: build and inspect only (e.g. image sizes of a configuration nobody times)."""
+    build_fails: str = ""
+    """Text the build log must contain: the build is expected to fail (a compiler error that
+    is the finding, such as a posted series that does not build in some configuration); such a
+    variant never boots, and the run keeps its error lines."""
+    initrd: str = ""
+    """A tools program handed to QEMU as ``-initrd`` (the 9p root is mounted after it)."""
     reps: int = 3
     """Boots of this variant: the chapter's ``reps`` unless the variant sets its own (a
     deterministic icount cell or a lockdep kernel that only has to show a warning needs one
@@ -89,17 +95,25 @@ class Experiment:
                 if r <= self.variants[v].reps]
 
     def build_name(self, variant: str) -> str:
-        """The variant whose build ``variant`` boots: the first with the same tree, fragments
-        and compiler. Variants that differ only in command line or accelerator share one
-        kernel, so eight timed cells need two builds per compiler, not eight."""
+        """The variant whose build ``variant`` boots: the first with the same tree, fragments,
+        compiler and expected build failure. Variants that differ only in command line or
+        accelerator share one kernel, so eight timed cells need two builds per compiler, not
+        eight."""
         v = self.all_variants[variant]
         return next(name for name, o in self.all_variants.items()
-                    if (o.tree, o.fragments, o.compiler) == (v.tree, v.fragments, v.compiler))
+                    if (o.tree, o.fragments, o.compiler, o.build_fails)
+                    == (v.tree, v.fragments, v.compiler, v.build_fails))
 
     @property
     def builds(self) -> list[str]:
         """The variants whose kernels are built (see :meth:`build_name`)."""
         return sorted({self.build_name(name) for name in self.variants})
+
+    @property
+    def kernels(self) -> list[str]:
+        """The builds that must succeed (:attr:`builds` less the expected failures): the ones
+        with an image, tools and an inspection."""
+        return [b for b in self.builds if not self.all_variants[b].build_fails]
 
     @property
     def trees(self) -> list[str]:
@@ -159,7 +173,9 @@ def load(chapter: chapters.Chapter | str, accel: str | None = None, reps: int | 
             _machine({**base_machine, **v.get("machine", {})}),
             v.get("accel") or accel or raw.get("accel", "auto"),
             v.get("compiler", raw.get("compiler", "gcc")),
-            bool(v.get("boot", True)),
+            bool(v.get("boot", not v.get("build_fails"))),
+            str(v.get("build_fails", "")),
+            str(v.get("initrd", "")),
             int(reps if reps is not None else v.get("reps", raw.get("reps", 3))),
         )
     every = dict(variants)

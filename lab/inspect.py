@@ -194,3 +194,40 @@ def evidence(nm_text: str, listings: dict[str, str], functions: list[str]) -> di
                                 "calls": len(calls(insns)),
                                 "probe_region": probe_region(insns)}
     return out
+
+
+_ABSOLUTE = re.compile(r"\b[0-9a-f]{8,16} (<[^>]+>)")
+
+
+def listing(insns: list[Insn]) -> list[str]:
+    """A function's instructions as text that compares across kernels: each line is the offset
+    from the function's start, the mnemonic and the operands, with the absolute address before
+    a ``<symbol+offset>`` dropped (it moves whenever anything earlier in the image grows)."""
+    if not insns:
+        return []
+    start = insns[0].address
+    return [f"{i.address - start:5x}: {i.mnemonic} {_ABSOLUTE.sub(_symbol, i.operands)}".rstrip()
+            for i in insns]
+
+
+def _symbol(m: re.Match[str]) -> str:
+    return m[1]
+
+
+def listings(nm_text: str, objdump: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """Listings of the functions a chapter names (``inspect: listings``), each from its own
+    ``objdump --disassemble=<name>`` text: the listing file (``== name`` then its lines, per
+    function; a function with no out-of-line copy is listed as inlined) and, for the manifest,
+    each function's instruction and byte counts or ``inlined``."""
+    syms = symbols(nm_text)
+    text: list[str] = []
+    summary: dict[str, Any] = {}
+    for name, dump in objdump.items():
+        if name not in syms:
+            text.append(f"== {name}: inlined (no symbol of its own)")
+            summary[name] = "inlined"
+            continue
+        lines = listing(disassembly(dump))
+        text += [f"== {name}: {len(lines)} instructions, {syms[name]} bytes", *lines]
+        summary[name] = {"instructions": len(lines), "bytes": syms[name]}
+    return "".join(f"{line}\n" for line in text), summary

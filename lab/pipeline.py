@@ -14,6 +14,7 @@ with today's parsers, and ``check`` validates chapters without building anything
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import shutil
@@ -147,8 +148,10 @@ def cmd_build(a: argparse.Namespace) -> None:
     log = fresh_log(a)
     dest = Path(a.out).resolve().parent
     with stage("build", f"{exp.name}/{v.name}", log) as stamp:
-        info = build.build(_box(a, v), read_json(a.series)["commit"], Path(a.config),
-                           read_json(a.base)["commit"], dest, log)
+        make = (functools.partial(build.build_failure, expected=v.build_fails)
+                if v.build_fails else build.build)
+        info = make(_box(a, v), read_json(a.series)["commit"], Path(a.config),
+                    read_json(a.base)["commit"], dest, log)
         stamp.update(info, artifacts=str(dest), variant=v.name)
     write_json(Path(a.out), stamp)
 
@@ -172,7 +175,7 @@ def cmd_inspect(a: argparse.Namespace) -> None:
             return run(toolchain.in_root(root, list(argv), {artifacts: build.BUILD}),
                        what=f"{argv[0]} of {v.name}'s vmlinux").stdout
         nm = (tool("nm", "-S", "--defined-only", f"{build.BUILD}/vmlinux")
-              if callers or wanted.get("probes") else "")
+              if callers or wanted.get("probes") or wanted.get("listings") else "")
         if callers:
             ser = series.load(exp.series)
             functions = inspect.forced_inline([p for p in ser.patches
@@ -197,6 +200,16 @@ def cmd_inspect(a: argparse.Namespace) -> None:
                     f"= a clone the probe would miss). Fix: mark them noinline in the "
                     f"chapter's instrument patch, or probe their callers")
             stamp.setdefault("evidence", {})["probe_targets"] = targets
+        if wanted.get("listings"):
+            # the listing itself is raw output of the run (publish keeps it per build); the
+            # manifest records each function's size
+            text, summary = inspect.listings(nm, {
+                fn: tool("objdump", "-d", "--no-show-raw-insn", f"--disassemble={fn}",
+                         f"{build.BUILD}/vmlinux") for fn in wanted["listings"]})
+            listing_file = Path(a.out).with_suffix(".s")
+            listing_file.write_text(text)
+            stamp["listing"] = str(listing_file)
+            stamp.setdefault("evidence", {})["listings"] = summary
     write_json(Path(a.out), stamp)
 
 
@@ -210,7 +223,9 @@ def cmd_tools(a: argparse.Namespace) -> None:
     Runs ``make -C <tools dir> OUT=... CC=... KSRC=/src VMLINUX=...`` with the variant's source
     tree checked out at its commit (``/src``) and its artifacts (``vmlinux`` with BTF,
     ``.config``, ``System.map``); with ``tools: {kbuild: true}`` also ``KBUILD=/build``, its
-    build directory holding its objects (headers, ``Module.symvers`` for out-of-tree modules).
+    build directory holding its objects (headers, ``Module.symvers`` for out-of-tree modules),
+    and ``KMAKE``, the compiler variables the kernel was built with (a module for a clang
+    kernel is built with clang).
     A module or a BPF program is so built against exactly the kernel it will run on."""
     exp = load_experiment(a)
     v = exp.all_variants[a.variant]
@@ -239,7 +254,8 @@ def cmd_tools(a: argparse.Namespace) -> None:
                     # variants share a build directory: it must hold this one's objects
                     build.ensure_built(box, build_dir, built["commit"], artifacts / ".config",
                                        log)
-                    argv.append(f"KBUILD={build.BUILD}")
+                    argv += [f"KBUILD={build.BUILD}",
+                             f"KMAKE={' '.join(build.kernel_make_vars(box.compiler))}"]
                     binds[build_dir] = build.BUILD
                 else:
                     series.checkout(box.tree, built["commit"])
@@ -309,11 +325,17 @@ def cmd_boot(a: argparse.Namespace) -> None:
     accel = read_json(a.accel_json)["accel"][v.accel]
     with stage("boot", label, console) as stamp:
         artifacts = Path(read_json(a.build)["artifacts"])
-        _job_dir(tmp / "job", exp, Path(read_json(a.tools)["bin"]), artifacts / "modules")
+        tools_bin = Path(read_json(a.tools)["bin"])
+        _job_dir(tmp / "job", exp, tools_bin, artifacts / "modules")
+        initrd = tools_bin / v.initrd if v.initrd else None
+        if initrd and not initrd.is_file():
+            raise StageError(f"{label}: initrd {v.initrd!r} is not a program the tools stage "
+                             f"built ({tools_bin}); list it under tools: programs in "
+                             f"{exp.path}")
         cmdline = vm.kernel_cmdline(v.cmdline)
         argv = vm.qemu_command(artifacts / "bzImage",
                                Path(read_json(a.root)["root"]), tmp / "job", tmp / "out",
-                               accel["used"], v.machine, cmdline)
+                               accel["used"], v.machine, cmdline, initrd)
         result = vm.boot(argv, console, exp.boot_timeout, label)
         sums = vm.verify_output(tmp / "out", label)
         status = dict(line.split() for line in (tmp / "out" / "status.txt").read_text()
@@ -386,6 +408,16 @@ def benchmark_seconds(path: str | Path) -> float:
     return round(float(values[header.index("s")]), 1)
 
 
+def _image_fields(built: dict[str, Any]) -> dict[str, Any]:
+    """What the manifest records of a build: the image's size and sha256 (hashed here, from
+    the image itself, so a build cached before the stamp knew the field still gets it), or,
+    for a build the experiment expects to fail, the text it failed with."""
+    if built.get("failed"):
+        return {k: built[k] for k in ("failed", "expected", "error_lines", "targets")}
+    return {"bzImage_sha256": source.sha256_file(Path(built["artifacts"]) / "bzImage"),
+            **{k: built[k] for k in ("bzImage_bytes", "vmlinux_bytes", "targets")}}
+
+
 def cmd_publish(a: argparse.Namespace) -> None:
     """Assemble the run directory and rename it into data/runs/<chapter>/<run-id>."""
     exp = load_experiment(a)
@@ -407,6 +439,7 @@ def cmd_publish(a: argparse.Namespace) -> None:
     chapter = exp.chapter
     with stage("publish", f"{exp.name}/{run_id}", None) as stamp:
         variants = {}
+        extra: dict[str, bytes] = {}  # raw files no boot wrote
         for name, v in exp.variants.items():
             reps = [r for r in records if r["variant"] == name]
             bname = exp.build_name(name)
@@ -427,16 +460,19 @@ def cmd_publish(a: argparse.Namespace) -> None:
                 "qemu_argv": [portable(x) for x in reps[0]["qemu_argv"]] if reps else [],
                 "boot_to_result_seconds": [r["boot_to_result_seconds"] for r in reps],
                 "build": {"variant": bname, "build_seconds": build_seconds[bname],
-                          # hashed here, from the image itself: a build cached before the
-                          # stamp knew the field still gets it
-                          "bzImage_sha256": source.sha256_file(
-                              Path(built["artifacts"]) / "bzImage"),
-                          **{k: built[k] for k in ("bzImage_bytes", "vmlinux_bytes",
-                                                   "targets")}},
-                "tools": {k: tools[bname].get(k) for k in ("programs", "cc", "bpf_cc")},
-                "inspect": {k: val for k, val in inspected[name].items()
+                          **_image_fields(built)},
+                "tools": {k: tools[bname].get(k) for k in ("programs", "cc", "bpf_cc")}
+                if bname in tools else {},
+                "inspect": {k: val for k, val in inspected.get(name, {}).items()
                             if k == "evidence"},
             }
+            listing = inspected.get(name, {}).get("listing")
+            if listing and bname == name:
+                extra[f"raw/{name}/disassembly.txt.gz"] = collect.gzip_bytes(
+                    Path(listing).read_bytes())
+            if built.get("failed"):
+                extra[f"raw/{name}/build-errors.txt.gz"] = collect.gzip_bytes(
+                    (Path(built["artifacts"]) / "errors.txt").read_bytes())
         ser = next(iter(serieses.values()))
         parser_files = sorted((ROOT / "lab" / "parse").glob("*.py")) + (
             [chapter.dir / "parse.py"] if (chapter.dir / "parse.py").is_file() else [])
@@ -464,7 +500,8 @@ def cmd_publish(a: argparse.Namespace) -> None:
         configs = {name: Path(b["artifacts"]) / ".config" for name, b in builds.items()}
         final = collect.publish(exp.name, run_id,
                                 lambda tmp: collect.assemble(tmp, exp.name, records, configs,
-                                                             manifest, exp.cited(), diff))
+                                                             manifest, exp.cited(), diff,
+                                                             extra))
         stamp.update(run_dir=str(final), rows=sum(
             len(p) for r in records for p in r["rows"].values()))
     write_json(Path(a.out), stamp)

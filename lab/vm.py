@@ -185,8 +185,10 @@ def kernel_cmdline(extra: str = "") -> str:
 
 
 def qemu_command(kernel: Path, root: Path, job: Path, out: Path, accel: str, machine: Machine,
-                 cmdline: str) -> list[str]:
-    """The full QEMU command line of one boot."""
+                 cmdline: str, initrd: Path | None = None) -> list[str]:
+    """The full QEMU command line of one boot; ``initrd``, if given, is unpacked into the
+    kernel's rootfs before the 9p root is mounted (an archive without ``/init`` does not
+    replace the root: it only puts files into the page cache early in boot)."""
     shares = []
     for tag, path, ro in (("kbroot", root, True), ("kbjob", job, True), ("kbout", out, False)):
         shares += ["-fsdev", f"local,id={tag},path={path},security_model=none"
@@ -194,7 +196,8 @@ def qemu_command(kernel: Path, root: Path, job: Path, out: Path, accel: str, mac
                    "-device", f"virtio-9p-pci,fsdev={tag},mount_tag={tag}"]
     return [QEMU, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-machine", "pc", *accel_args(accel, machine), *machine.args(),
-            "-kernel", str(kernel), "-append", cmdline, *shares, "-serial", "stdio"]
+            "-kernel", str(kernel), *(["-initrd", str(initrd)] if initrd else []),
+            "-append", cmdline, *shares, "-serial", "stdio"]
 
 
 @dataclass

@@ -27,8 +27,10 @@ then; a re-parse says the same). A workload of another role prints ``role=``, ``
   ``r<n>.switches_on_victim``; their sums over the rounds without the prefix (``work_on_victim``,
   ...) and ``rounds``; ``work.<function>`` per work function that started on CPU 1 inside a
   round, and ``outside.work_on_victim`` for the work that ran there between rounds;
-* ``warnings`` (lockdep): ``warnings`` (every ``WARNING:`` line of the boot's log),
-  ``pw_assert_warnings`` (those raised in SLUB's sheaf paths, syzbot's report).
+* ``warnings`` (``lockdep.sh`` of the runs before the debug kernels): ``warnings`` (every
+  ``WARNING:`` line of the boot's log), ``pw_assert_warnings`` (those raised in SLUB's sheaf
+  paths, syzbot's report);
+* ``debug.sh``: see :func:`debug`.
 
 A section missing or repeated, a round without both markers or without the victim's line, a
 kmalloc line of another shape, or a boot without a kept load after the first fail the parse.
@@ -217,6 +219,8 @@ def isolation(text: str, source: str) -> list[tuple[str, float]]:
         if event == "workqueue_execute_start" and (fn := _WORK_FN.search(detail)):
             functions[fn[1]] += 1
     rows.append(("rounds", float(rounds)))
+    if "pause_ms" in head:  # runs before 2026-11-26 had back-to-back requests only
+        rows.append(("pause_ms", float(head["pause_ms"])))
     for n, r in per.items():
         rows += [(f"r{n}.{k}", v) for k, v in sorted(r.items())]
     for k in (*PER_ROUND, "gaps", "nvcsw", "nivcsw"):
@@ -236,4 +240,60 @@ def lockdep(text: str, source: str) -> list[tuple[str, float]]:
             ("pw_assert_warnings", float(sum(bool(_SHEAF_WARNING.search(w)) for w in warnings)))]
 
 
-PARSERS = {"kmalloc": kmalloc, "isolation": isolation, "lockdep": lockdep}
+_EXERCISE_LINE = re.compile(r"^test=(flush|irq) (.*)$")
+REPORT_KINDS = (
+    ("invalid_wait_context", re.compile(r"Invalid wait context")),
+    ("bad_magic", re.compile(r"spinlock bad magic")),
+    ("preemption_imbalance", re.compile(r"returned with preemption imbalance")),
+    ("inconsistent_lock_state", re.compile(r"inconsistent lock state")),
+    ("circular_locking", re.compile(r"circular locking dependency")),
+    ("recursive_locking", re.compile(r"recursive locking")),
+    ("sleep_in_atomic", re.compile(r"sleeping function called from invalid context")),
+    ("scheduling_while_atomic", re.compile(r"scheduling while atomic")),
+    ("warning", re.compile(r"^WARNING: ")),
+    ("bug", re.compile(r"BUG: ")),
+    ("info", re.compile(r"INFO: ")),
+)
+"""Kinds of kernel report by their header line, first match wins: lockdep's and the spinlock
+and preemption checks' own wordings before the generic WARNING:/BUG: of a WARN() or BUG();
+``info`` lines (lockdep is turned off, and the like) say what a report did, not a new one."""
+
+
+def debug(text: str, source: str) -> list[tuple[str, float]]:
+    """Rows of ``debug.sh``: ``test.<name>`` = 1; the exercise's numbers (``flush.objects``,
+    ``flush.preempt_leak`` and ``flush.migrate_leak`` = the counter after the free loop less
+    before it, ``failslab_failures`` = slab allocations failslab failed, ``irq.objects``,
+    ``irq.freed_in_hardirq``, ``initramfs_files``, ``warn_count`` = the kernel's WARNING
+    count); ``report.<kind>`` per kind of :data:`REPORT_KINDS` (0 when absent) and
+    ``pw_assert_warnings``, the WARNING lines raised in SLUB's sheaf paths."""
+    rows, found = _role(text, source, "debug", "exercise", "report", "first")
+    if found is None:
+        return rows
+    head = keyvalue.fields("\n".join(_sections(text, source)[0]))
+    rows.append((f"test.{head.get('test')}", 1.0))
+    for line in found["exercise"]:
+        if m := _EXERCISE_LINE.match(line):
+            f = {k: int(v) for k, v in keyvalue.fields(m[2].replace(" ", "\n")).items()}
+            rows.append((f"{m[1]}.objects", float(f["objects"])))
+            if m[1] == "flush":
+                rows += [("flush.preempt_leak", float(f["preempt_after"] - f["preempt_before"])),
+                         ("flush.migrate_leak", float(f["migrate_after"] - f["migrate_before"]))]
+            else:
+                rows.append(("irq.freed_in_hardirq", float(f["freed_in_hardirq"])))
+        elif "=" in line:
+            key, value = line.split("=", 1)
+            try:
+                rows.append((key, float(value)))
+            except ValueError:
+                raise StageError(f"{source}: exercise line {line!r} is not key=number") from None
+    kinds = Counter(next((k for k, rx in REPORT_KINDS if rx.search(line)), "other")
+                    for line in found["report"])
+    rows += [(f"report.{k}", float(kinds.get(k, 0))) for k, _ in REPORT_KINDS]
+    rows += [("report.other", float(kinds.get("other", 0))),
+             ("pw_assert_warnings", float(sum(
+                 line.startswith("WARNING:") and bool(_SHEAF_WARNING.search(line))
+                 for line in found["report"])))]
+    return rows
+
+
+PARSERS = {"kmalloc": kmalloc, "isolation": isolation, "lockdep": lockdep, "debug": debug}

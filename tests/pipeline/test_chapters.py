@@ -130,6 +130,21 @@ def test_a_variant_may_boot_fewer_times_and_boots_still_interleave(here: Path) -
         ("timed-a", 2), ("icount", 2), ("timed-b", 2)]
 
 
+def test_a_build_expected_to_fail_never_boots_and_has_a_build_of_its_own(here: Path) -> None:
+    write_chapter(here, "f", """\
+        title: f
+        series: patches/smoke
+        fragments: [boot]
+        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh}]
+        variants:
+          works: {tree: baseline}
+          fails: {tree: baseline, build_fails: "error: the finding"}
+    """)
+    exp = experiment.load("f")
+    assert exp.booted == ["works"] and exp.variants["fails"].build_fails == "error: the finding"
+    assert exp.builds == ["fails", "works"] and exp.kernels == ["works"]
+
+
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda y: y + "repetitions: 3\n",
      r"chapter.yaml: does not match workflow/schemas/chapter.schema.yaml:\n"
@@ -149,6 +164,12 @@ def test_a_variant_may_boot_fewer_times_and_boots_still_interleave(here: Path) -
     (lambda y: y.replace("fragments: [boot]", "fragments: [boot]\ntools: {dir: guest, "
                          "programs: [p]}"),
      r"tools.dir: .*/bad/guest/Makefile does not exist"),
+    (lambda y: y.replace("baseline: {tree: baseline}",
+                         "baseline: {tree: baseline, build_fails: 'error: x y z', boot: true}"),
+     r"variants.baseline: a build expected to fail \(build_fails\) cannot boot"),
+    (lambda y: y.replace("baseline: {tree: baseline}", "baseline: {tree: baseline, "
+                         "initrd: files.cpio}"),
+     r"variants.baseline.initrd: 'files.cpio' is not one of tools.programs \[\]"),
     (lambda y: "title: [not, a, string]\n",
      r"title: \['not', 'a', 'string'\] is not of type 'string'"),
 ])

@@ -41,3 +41,23 @@ def test_probe_targets_name_their_copies_and_clones() -> None:
     assert found["dsq_inc_nr"] == ["dsq_inc_nr"]
     assert found["schedule_deferred"] == ["schedule_deferred"]
     assert found["foo"] == ["foo.isra.0"] and found["bar"] == []
+
+
+def test_a_listing_compares_across_images_whatever_the_addresses() -> None:
+    def dump(base: int) -> str:
+        return (f"{base:016x} <free_to_pcs>:\n"
+                f"{base:016x}:\tpush   %rbx\n"
+                f"{base + 1:016x}:\tnopl   0x0(%rax,%rax,1)\n"
+                f"{base + 6:016x}:\tcall   {base + 0x9000:016x} <migrate_disable+0x4>\n"
+                f"{base + 11:016x}:\tret\n")
+    nm = "ffffffff81000000 0000000000000010 t free_to_pcs\n"
+    one, summary = inspect.listings(nm, {"free_to_pcs": dump(0xFFFFFFFF81000000),
+                                         "alloc_from_pcs": ""})
+    other, _ = inspect.listings(nm, {"free_to_pcs": dump(0xFFFFFFFF81234000),
+                                     "alloc_from_pcs": ""})
+    assert one == other
+    assert one.splitlines() == ["== free_to_pcs: 4 instructions, 16 bytes", "    0: push %rbx",
+                                "    1: nopl 0x0(%rax,%rax,1)", "    6: call <migrate_disable+0x4>",
+                                "    b: ret", "== alloc_from_pcs: inlined (no symbol of its own)"]
+    assert summary == {"free_to_pcs": {"instructions": 4, "bytes": 16},
+                       "alloc_from_pcs": "inlined"}

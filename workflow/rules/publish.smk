@@ -17,8 +17,9 @@ rule publish:
         builds=lambda wc: [f"build/{wc.chapter}/{b}/build.json" for b in exp_of(wc).builds],
         build_times=lambda wc: [f"benchmarks/{wc.chapter}/build-{b}.tsv"
                                 for b in exp_of(wc).builds],
-        tools=lambda wc: [f"tools/{wc.chapter}/{b}/tools.json" for b in exp_of(wc).builds],
-        inspected=lambda wc: [f"inspect/{wc.chapter}/{v}.json" for v in exp_of(wc).variants],
+        tools=lambda wc: [f"tools/{wc.chapter}/{b}/tools.json" for b in exp_of(wc).kernels],
+        inspected=lambda wc: [f"inspect/{wc.chapter}/{v}.json" for v in exp_of(wc).variants
+                              if exp_of(wc).build_name(v) in exp_of(wc).kernels],
         boots=lambda wc: [f"boot/{wc.chapter}/{wc.key}/{v}/rep{r}" for v, r in booted(wc)],
         parsed=lambda wc: [f"parsed/{wc.chapter}/{wc.key}/{v}/rep{r}.json"
                            for v, r in booted(wc)],

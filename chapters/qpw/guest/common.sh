@@ -1,7 +1,7 @@
 # Sourced by the qpw chapter's workload scripts (a tools-stage program, so in /tmp/kb/bin):
 # the role check, the failure rule and the facts about the booted kernel that every role prints.
 #
-# A kernel's role comes from its command line (qpw.role=kmalloc|isolation|lockdep, chapter.yaml
+# A kernel's role comes from its command line (qpw.role=kmalloc|isolation|debug, chapter.yaml
 # variants): a workload of another role prints "ran=0" and "end=ok" and stops, so every boot's
 # output says what ran on it. Any failure prints "error=<reason>" and exits non-zero: the boot
 # fails and nothing is published.
@@ -36,7 +36,8 @@ environment() {
 	echo "== environment"
 	config=$(zcat /proc/config.gz) || fail "no /proc/config.gz (CONFIG_IKCONFIG_PROC)"
 	for opt in CONFIG_PREEMPT_RT CONFIG_PREEMPT_DYNAMIC CONFIG_PREEMPT_LAZY CONFIG_PWLOCKS \
-		CONFIG_PWLOCKS_DEFAULT CONFIG_PROVE_LOCKING CONFIG_JUMP_LABEL CONFIG_SLUB_TINY; do
+		CONFIG_PWLOCKS_DEFAULT CONFIG_PROVE_LOCKING CONFIG_DEBUG_ATOMIC_SLEEP CONFIG_FAILSLAB \
+		CONFIG_JUMP_LABEL CONFIG_SLUB_TINY; do
 		echo "$config" | grep -q "^$opt=y" && echo "$opt=1" || echo "$opt=0"
 	done
 	want=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^pwlocks=//p')

@@ -3,7 +3,7 @@
  * drainvictim: how often a drain of per-CPU caches, requested on a housekeeping
  * CPU, interrupts a SCHED_FIFO loop on an isolated CPU.
  *
- *   drainvictim <victim cpu> <trigger cpu> <rounds> <tmpfs dir>
+ *   drainvictim <victim cpu> <trigger cpu> <rounds> <tmpfs dir> [<pause ms>]
  *
  * A child process on the victim CPU runs at SCHED_FIFO 1 and, each round,
  * first dirties its per-CPU state by writing one new page of a tmpfs file
@@ -14,7 +14,10 @@
  * calls lru_add_drain_all() first) and times that write.  Dirtying before
  * every round matters: a drain only goes to CPUs whose batches hold
  * something, so a single write before the loop would make only the first
- * round find work.
+ * round find work.  With a pause, the parent waits that long after the page
+ * is written before it triggers: requests spaced more than the fair
+ * server's period apart (1 s) each find it idle, where back-to-back requests
+ * find it already running.
  *
  * Output, one line per round, then totals (chapters/qpw/parse.py):
  *   round=<n> trigger_ns=<write latency> max_gap_ns=<n> gaps=<n> nvcsw=<n> nivcsw=<n>
@@ -143,15 +146,18 @@ static void mark(int fd, int n, const char *what)
 
 int main(int argc, char **argv)
 {
-	int vcpu, tcpu, rounds, marker, status, n;
+	int vcpu, tcpu, rounds, pause_ms = 0, marker, status, n;
 	struct shared *sh;
 	pid_t child;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: %s <victim cpu> <trigger cpu> <rounds> <tmpfs dir>\n",
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr,
+			"usage: %s <victim cpu> <trigger cpu> <rounds> <tmpfs dir> [<pause ms>]\n",
 			argv[0]);
 		return 2;
 	}
+	if (argc == 6)
+		pause_ms = atoi(argv[5]);
 	vcpu = atoi(argv[1]);
 	tcpu = atoi(argv[2]);
 	rounds = atoi(argv[3]);
@@ -172,8 +178,8 @@ int main(int argc, char **argv)
 	if (!child)
 		victim(sh, vcpu, rounds, argv[4]);
 
-	printf("victim_cpu=%d\ntrigger_cpu=%d\nrounds=%d\ngap_threshold_ns=%d\n",
-	       vcpu, tcpu, rounds, GAP_NS);
+	printf("victim_cpu=%d\ntrigger_cpu=%d\nrounds=%d\ngap_threshold_ns=%d\npause_ms=%d\n",
+	       vcpu, tcpu, rounds, GAP_NS, pause_ms);
 	for (n = 0; n < rounds; n++) {
 		uint64_t t0, t1;
 		int fd;
@@ -185,6 +191,8 @@ int main(int argc, char **argv)
 			}
 			usleep(100);	/* the trigger CPU also runs the drain's flush */
 		}
+		if (pause_ms)
+			usleep(pause_ms * 1000);
 		mark(marker, n, "begin");
 		t0 = now_ns();
 		fd = open("/proc/sys/vm/drop_caches", O_WRONLY);

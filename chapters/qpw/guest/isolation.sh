@@ -11,11 +11,14 @@
 # then end=ok (chapters/qpw/parse.py).
 set -u
 . /tmp/kb/bin/common.sh
-ROUNDS=20
 T=/sys/kernel/tracing
 
 only_role isolation
 environment
+# qpw.rounds= and qpw.pause_ms= (chapter.yaml variants): 20 back-to-back requests unless
+# the command line asks for fewer, spaced by a pause
+ROUNDS=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^qpw\.rounds=//p')
+PAUSE_MS=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^qpw\.pause_ms=//p')
 [ "$(cat /sys/devices/system/cpu/isolated)" = 1 ] ||
 	fail "CPU 1 is not isolated (isolcpus= on the command line: chapter.yaml)"
 mount -t tracefs nodev $T 2>/dev/null
@@ -45,7 +48,7 @@ mkdir -p $W/shm
 mount -t tmpfs -o size=64m victim $W/shm || fail "mount tmpfs for the victim's file"
 before=$(dmesg | wc -l)
 echo 1 > $T/tracing_on
-$BIN/drainvictim 1 0 $ROUNDS $W/shm > $W/victim.out 2> $W/victim.err
+$BIN/drainvictim 1 0 "${ROUNDS:-20}" $W/shm "${PAUSE_MS:-0}" > $W/victim.out 2> $W/victim.err
 rc=$?
 echo 0 > $T/tracing_on
 echo "== victim"
