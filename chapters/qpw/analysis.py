@@ -17,7 +17,10 @@ between the unpatched kernel and ``pwlocks=1``.
 
 from __future__ import annotations
 
+import gzip
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -89,8 +92,8 @@ PER_TRIGGER = {
 }
 """Isolation counts, per drain request: metric -> what it counts."""
 LOCKDEP_KERNEL = "lockdep-fixed"
-"""PWLOCKS=n under CONFIG_PROVE_LOCKING with the fix (0005). v4 as posted does not build so on
-7.2.13 with gcc 15 (patches/qpw/meta.yaml), so it has no boot to compare with."""
+"""PWLOCKS=n under CONFIG_PROVE_LOCKING with the fix (0005). No committed run boots v4 as
+posted under lockdep, so this kernel has no "before" to compare with."""
 
 Chosen = dict[str, runs.Run]
 """Each variant's boots pooled from every run made like its newest one
@@ -374,3 +377,140 @@ def _lockdep_rows(chosen: Chosen) -> list[dict]:
                  cited="syzbot's report (a warning at boot, no number)",
                  ours=f"{got['sheaf']:.0f} in the sheaf paths, {got['all']:.0f} in all",
                  verdict=verdict, measured=[chosen[LOCKDEP_KERNEL]])]
+
+
+# The isolation traces read again, from the committed raw output: what the counts of
+# results.csv cannot say (when the kworker first ran, which IPIs belong to the drain).
+
+FAIR_SERVER_RUNTIME_MS, FAIR_SERVER_PERIOD_MS = 50.0, 1000.0
+"""7.2.13's fair server: 50 ms of runtime per 1000 ms period for a CPU's fair tasks, deferred
+(``dl_defer``) to its zero-laxity point, ``period - runtime`` after it is started
+(``sched_init_dl_servers()`` and ``start_dl_timer()`` in kernel/sched/deadline.c)."""
+ISOLATION_OUTPUT = "isolation.out.gz"
+_TRACE_LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d{3})\]\s+(?:\S+\s+)?(\d+):\s+(\w+):\s*(.*)$")
+_TRACE_MARK = re.compile(r"kb-round (\d+) (begin|end)")
+_CALLSITE = re.compile(r"callsite=(\w+)")
+TRACE_COLUMNS = ["comm", "cpu", "tsc", "event", "detail", "round"]
+"""Columns of :func:`isolation_trace`: the task and CPU of the event, its TSC (the trace
+clock is x86-tsc), the event and its text, and the round whose markers enclose it (-1
+outside every round)."""
+
+
+def isolation_outputs(chosen: Chosen, variant: str) -> list[tuple[int, Path]]:
+    """(pooled repetition, path of the committed ``isolation.out.gz``) of each boot of an
+    isolation variant, in the run directory its rows came from."""
+    rows = workload_rows(chosen, variant, ISOLATION)
+    if "run_id" not in rows.columns:
+        rows = rows.assign(run_id=chosen[variant].run_id, run_rep=rows["rep"])
+    boots = rows[["rep", "run_id", "run_rep"]].drop_duplicates().sort_values("rep")
+    base = chosen[variant].path.parent
+    found = []
+    for rep, run_id, run_rep in boots.itertuples(index=False):
+        path = base / run_id / "raw" / variant / f"rep{run_rep}" / ISOLATION_OUTPUT
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: missing, so the trace of {variant} rep {rep} "
+                                    "cannot be read. Fix: git checkout -- data/runs")
+        found.append((int(rep), path))
+    return found
+
+
+def isolation_trace(path: Path) -> tuple[pd.DataFrame, float]:
+    """The trace of one isolation boot (:data:`TRACE_COLUMNS`) and the victim's TSC ticks per
+    nanosecond, which turn its TSC differences into emulated time."""
+    text = gzip.decompress(path.read_bytes()).decode()
+    rate = re.search(r"^tsc_per_ns=([\d.]+)$", text, re.M)
+    if rate is None or "== trace\n" not in text:
+        raise ValueError(f"{path}: no tsc_per_ns line or no trace section; not an isolation "
+                         "boot's output")
+    body = text.split("== trace\n", 1)[1].split("== end trace", 1)[0]
+    events, begun = [], {}
+    for line in body.splitlines():
+        m = _TRACE_LINE.match(line)
+        if not m:
+            raise ValueError(f"{path}: trace line {line!r} is not an event line")
+        comm, _, cpu, tsc, event, detail = m.groups()
+        if event == "tracing_mark_write" and (mark := _TRACE_MARK.search(detail)):
+            begun[int(mark[1])] = (int(tsc), mark[2])
+        events.append({"comm": comm, "cpu": int(cpu), "tsc": int(tsc), "event": event,
+                       "detail": detail})
+    trace = pd.DataFrame(events, columns=TRACE_COLUMNS[:-1])
+    trace["round"] = -1
+    for n in sorted(begun):
+        inside = trace["event"].eq("tracing_mark_write") & trace["detail"].str.fullmatch(
+            rf"kb-round {n} (begin|end)")
+        lo, hi = trace.loc[inside, "tsc"].min(), trace.loc[inside, "tsc"].max()
+        trace.loc[trace["tsc"].between(lo, hi), "round"] = n
+    return trace, float(rate[1])
+
+
+def _first(trace: pd.DataFrame, event: str, pattern: str) -> pd.Series | None:
+    hit = trace[(trace["cpu"] == 1) & (trace["event"] == event)
+                & trace["detail"].str.contains(pattern, regex=True)]
+    return None if hit.empty else hit.iloc[0]
+
+
+def fair_server_wait(chosen: Chosen) -> pd.DataFrame:
+    """Per isolation boot, the first request's wait, read from the trace in emulated ms: from
+    the victim's first switch-in on CPU 1 (``victim_prio`` says it was still a fair task then,
+    120) to the kworker's first run there (``to_kworker_ms``) and to round 0's begin marker
+    (``to_request_ms``, the victim's start-up); ``predicted_ms``, the fair server's zero-laxity
+    point less that start-up; round 0's latency as the victim timed it; and ``rest_ms``, from
+    the kworker's first run to the end of the last round (the later requests, inside the same
+    server period when below :data:`FAIR_SERVER_PERIOD_MS`). A kernel whose kworker never ran
+    on CPU 1 has NaN for the kworker's columns."""
+    zero_laxity = FAIR_SERVER_PERIOD_MS - FAIR_SERVER_RUNTIME_MS
+    rows = []
+    for label, variant in ISOLATED.items():
+        latency = workload_rows(chosen, variant, ISOLATION)
+        for rep, path in isolation_outputs(chosen, variant):
+            trace, per_ns = isolation_trace(path)
+            victim = _first(trace, "sched_switch", r"next_comm=drainvictim ")
+            kworker = _first(trace, "sched_switch", r"next_comm=kworker/1:")
+            begin = trace.loc[trace["detail"] == "kb-round 0 begin", "tsc"].iloc[0]
+            last = trace.loc[trace["event"] == "tracing_mark_write", "tsc"].max()
+            mine = latency[latency["rep"] == rep].set_index("metric")["value"]
+
+            def ms(ticks: float, per_ns: float = per_ns) -> float:
+                return ticks / per_ns / 1e6
+
+            to_request = ms(begin - victim["tsc"])
+            rows.append({
+                "kernel": label, "rep": rep,
+                "victim_prio": int(re.search(r"next_prio=(\d+)", victim["detail"])[1]),
+                "to_request_ms": to_request,
+                "to_kworker_ms": ms(kworker["tsc"] - victim["tsc"]) if kworker is not None
+                else float("nan"),
+                "predicted_ms": zero_laxity - to_request,
+                "round0_latency_ms": mine[f"r0.{TRIGGER}"] / 1e6,
+                "rest_ms": ms(last - kworker["tsc"]) if kworker is not None else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def ipis_by_callsite(chosen: Chosen) -> pd.DataFrame:
+    """IPIs sent to CPU 1 inside the rounds of every isolation boot, by kernel, boot, round and
+    the function that sent them (``ttwu_queue_wakelist`` wakes the kworker;
+    ``generic_exec_single`` is a function call on CPU 1 that the drain did not ask for)."""
+    rows = []
+    for label, variant in ISOLATED.items():
+        for rep, path in isolation_outputs(chosen, variant):
+            trace, _ = isolation_trace(path)
+            sent = trace[trace["event"].str.startswith("ipi_send") & (trace["round"] >= 0)]
+            for (n, site), count in sent.groupby(
+                    ["round", sent["detail"].str.extract(_CALLSITE, expand=False)]).size().items():
+                rows.append({"kernel": label, "rep": rep, "round": n, "callsite": site,
+                             "ipis": count})
+    return pd.DataFrame(rows, columns=["kernel", "rep", "round", "callsite", "ipis"])
+
+
+def trace_excerpt(chosen: Chosen, kernel: str = "unpatched", rep: int = 1) -> pd.DataFrame:
+    """One boot's first request as the trace recorded it: the victim's first switch-in on
+    CPU 1, then every event of round 0, with emulated ms from that switch-in."""
+    path = dict(isolation_outputs(chosen, ISOLATED[kernel]))[rep]
+    trace, per_ns = isolation_trace(path)
+    start = _first(trace, "sched_switch", r"next_comm=drainvictim ")
+    shown = pd.concat([start.to_frame().T, trace[trace["round"] == 0]])
+    return pd.DataFrame({"CPU": shown["cpu"].astype(int), "TSC": shown["tsc"].astype(int),
+                         "ms after the victim's first switch-in": (
+                             (shown["tsc"] - start["tsc"]) / per_ns / 1e6).map("{:,.2f}".format),
+                         "task": shown["comm"], "event": shown["event"],
+                         "detail": shown["detail"]}).reset_index(drop=True)

@@ -17,13 +17,19 @@
  * QEMU's -icount the TSC counts guest instructions, so the same line then
  * gives instructions per kmalloc().
  *
- * On PREEMPT_RT the timed sections disable migration instead of preemption:
- * spinlock_t sleeps there, the refill and free paths take spinlocks (the
- * barn's, the zone's), and sleeping with preemption disabled is a bug. The
- * cover letter's preempt_disable() hit it in the free loop of a PREEMPT_RT,
- * pwlocks=1 boot of ours ("BUG: scheduling while atomic"); migrate_disable()
- * keeps the task on its CPU: the CPU pinning that local_lock_t itself does on
- * RT before it takes its per-CPU spinlock_t.
+ * On PREEMPT_RT the timed sections disable migration instead of preemption.
+ * The cover letter's module calls kmalloc() with preemption disabled, which
+ * is invalid on RT: a refill takes barn->lock and zone->lock, spinlock_t and
+ * so rtmutexes there, and works only as long as neither is contended.  Its
+ * free loop runs after preempt_enable() and is not timed.  Our first version
+ * also put the free loop under preempt_disable(), and a PREEMPT_RT,
+ * pwlocks=1 boot hit "BUG: scheduling while atomic" there (that boot's log
+ * is not committed).  migrate_disable() keeps the task on its CPU: the CPU
+ * pinning that local_lock_t itself does on RT before it takes its per-CPU
+ * spinlock_t.  Every migrate_disable() inside the timed sections (the local
+ * lock's, the PW lock's, rt_spin_trylock()'s) then nests in ours, and the
+ * sections are preemptible, so the RT counts are comparable with each other
+ * in direction only, not with the cover letter's in size.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
