@@ -440,6 +440,7 @@ def cmd_publish(a: argparse.Namespace) -> None:
     with stage("publish", f"{exp.name}/{run_id}", None) as stamp:
         variants = {}
         extra: dict[str, bytes] = {}  # raw files no boot wrote
+        listed: set[str] = set()
         for name, v in exp.variants.items():
             reps = [r for r in records if r["variant"] == name]
             bname = exp.build_name(name)
@@ -467,7 +468,8 @@ def cmd_publish(a: argparse.Namespace) -> None:
                             if k == "evidence"},
             }
             listing = inspected.get(name, {}).get("listing")
-            if listing and bname == name:
+            if listing and bname not in listed:  # once per kernel, under its first variant
+                listed.add(bname)
                 extra[f"raw/{name}/disassembly.txt.gz"] = collect.gzip_bytes(
                     Path(listing).read_bytes())
             if built.get("failed"):
