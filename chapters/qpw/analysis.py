@@ -17,6 +17,7 @@ between the unpatched kernel and ``pwlocks=1``.
 
 from __future__ import annotations
 
+import difflib
 import gzip
 import re
 from dataclasses import dataclass
@@ -91,9 +92,22 @@ PER_TRIGGER = {
     "nivcsw": "times the FIFO loop was preempted",
 }
 """Isolation counts, per drain request: metric -> what it counts."""
-LOCKDEP_KERNEL = "lockdep-fixed"
-"""PWLOCKS=n under CONFIG_PROVE_LOCKING with the fix (0005). No committed run boots v4 as
-posted under lockdep, so this kernel has no "before" to compare with."""
+LOCKDEP = {"v4 as posted": "lockdep-v4", "with 0005": "lockdep-fixed"}
+"""syzbot's report, before and after: PWLOCKS=n under CONFIG_PROVE_LOCKING, both built with
+clang from the same configuration, v4's four patches against the whole series."""
+LOCKDEP_GCC = "lockdep-v4-gcc"
+"""v4 as posted with the same configuration and gcc 15: a build the experiment expects to fail;
+its diagnostics are the run's raw ``build-errors.txt``."""
+DEBUG = "debug"
+"""The workload of the lockdep and debug kernels (``guest/debug.sh``)."""
+REPORT_KIND_NAMES = [k for k, _ in chapters.get(CHAPTER).module("parse").REPORT_KINDS] + ["other"]
+"""The kinds of kernel report the debug parser counts, in its order."""
+DEBUG_TESTS = {
+    "init": "the initramfs unpacked before swap_setup() initialises the LRU batches' locks",
+    "flush": "the main sheaf flushed in place (alloc_empty_sheaf() failed by failslab)",
+    "irq": "kfree_nolock() from a hard-interrupt hrtimer",
+}
+"""The debug kernels' tests (``qpw.test=``) and what each runs."""
 
 Chosen = dict[str, runs.Run]
 """Each variant's boots pooled from every run made like its newest one
@@ -138,12 +152,20 @@ def kmalloc_table(chosen: Chosen, every: list[Cell]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def icount_loads(chosen: Chosen, variant: str, op: str = "alloc") -> pd.Series:
-    """Instructions per operation of each kept load after the first, in an icount boot.
+def icount_boots(chosen: Chosen, variant: str, op: str = "alloc") -> pd.Series:
+    """Instructions per operation of each icount boot of a cell: the boot's kept loads after
+    the first, over all their operations (its ``<op>_cycles_per_op``).
 
-    One icount boot runs the same loop several times; the counts of its loads differ only by
-    the interrupts that happened to land inside the loop (a few hundredths of a percent), so
-    the loads are the repetitions of an icount cell, and their spread is that noise."""
+    Within one boot the loads differ only by the interrupts that land inside the loop; between
+    boots the count can also move with what else the two vCPUs did (CPU 1's wake-ups are
+    counted too). The boots are the repetitions, so a change between cells is judged against
+    the spread of whole boots, not of loads that share one boot's state."""
+    return values(chosen, variant, KMALLOC, f"{op}_cycles_per_op")
+
+
+def icount_loads(chosen: Chosen, variant: str, op: str = "alloc") -> pd.Series:
+    """Instructions per operation of each kept load after the first, over a cell's icount
+    boots: the spread within boots, beside :func:`icount_boots`'s spread between them."""
     res = workload_rows(chosen, variant, KMALLOC)
     per_load = res[res["metric"].str.fullmatch(rf"load\d+\.{op}_cycles_per_op")]
     return per_load[~per_load["metric"].str.startswith("load1.")]["value"].astype(float)
@@ -152,11 +174,10 @@ def icount_loads(chosen: Chosen, variant: str, op: str = "alloc") -> pd.Series:
 def cell_change(chosen: Chosen, cell: Cell, every: list[Cell], *, icount: bool = False,
                 op: str = "alloc") -> stats.Change | None:
     """The cell's change against its model's unpatched cell, Welch on log values: over the
-    boots under TCG, over the loads of the one boot under icount (:func:`icount_loads`). None
-    when not measured."""
+    boots under TCG and under icount (:func:`icount_boots`). None when not measured."""
     ref = reference(cell, every)
     if icount:
-        base, patched = icount_loads(chosen, ref.icount, op), icount_loads(chosen, cell.icount, op)
+        base, patched = icount_boots(chosen, ref.icount, op), icount_boots(chosen, cell.icount, op)
     else:
         base = values(chosen, ref.variant, KMALLOC, f"{op}_cycles_per_op")
         patched = values(chosen, cell.variant, KMALLOC, f"{op}_cycles_per_op")
@@ -200,13 +221,108 @@ def work_functions(chosen: Chosen) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["kernel", "function", "items", "triggers"])
 
 
-def lockdep_warnings(chosen: Chosen) -> dict[str, float]:
-    """The lockdep kernel's warnings over its boots: ``all`` and ``sheaf`` (those raised in
-    SLUB's sheaf paths, where syzbot's came from); empty without a run."""
-    if LOCKDEP_KERNEL not in chosen:
-        return {}
-    return {"all": float(values(chosen, LOCKDEP_KERNEL, LOCKDEP, "warnings").sum()),
-            "sheaf": float(values(chosen, LOCKDEP_KERNEL, LOCKDEP, "pw_assert_warnings").sum())}
+def debug_boot(chosen: Chosen, variant: str) -> pd.Series:
+    """A lockdep or debug kernel's one boot: its rows by metric (empty without a run)."""
+    rows = workload_rows(chosen, variant, DEBUG)
+    return rows.set_index("metric")["value"].astype(float) if len(rows) else pd.Series(
+        dtype=float)
+
+
+def lockdep_table(chosen: Chosen) -> pd.DataFrame:
+    """syzbot's report before and after (:data:`LOCKDEP`): per kernel, the WARNINGs in SLUB's
+    sheaf paths among the report lines kept in the kernel log, every report line, and the
+    kernel's own count of WARNINGs since boot (``/sys/kernel/warn_count``, which does not lose
+    what a wrapped log buffer lost)."""
+    rows = []
+    for label, variant in LOCKDEP.items():
+        b = debug_boot(chosen, variant)
+        if b.empty:
+            continue
+        kinds = b[b.index.str.startswith("report.")]
+        rows.append({"kernel": label, "variant": variant,
+                     "tree": chosen[variant].manifest["variants"][variant]["tree"],
+                     "sheaf_warnings": b["pw_assert_warnings"],
+                     "report_lines": kinds.sum(), "warn_count": b["warn_count"]})
+    return pd.DataFrame(rows)
+
+
+def build_errors(chosen: Chosen) -> list[str]:
+    """The diagnostics of v4's gcc 15 build under lockdep (:data:`LOCKDEP_GCC`), as the run
+    kept them; empty without a run."""
+    if LOCKDEP_GCC not in chosen:
+        return []
+    path = chosen[LOCKDEP_GCC].path / "raw" / LOCKDEP_GCC / "build-errors.txt.gz"
+    return gzip.decompress(path.read_bytes()).decode().splitlines()
+
+
+def debug_table(chosen: Chosen) -> pd.DataFrame:
+    """One row per debug kernel boot (``debug-*`` variants): its test, model, tree and
+    ``pwlocks=``, the exercise's numbers, and the count of each kind of report the kernel's
+    checks raised (``report.<kind>``, :data:`parse.REPORT_KINDS`; kinds absent from every
+    boot are left out)."""
+    rows = []
+    for variant in sorted(v for v in chosen if v.startswith("debug-")):
+        b = debug_boot(chosen, variant)
+        if b.empty:
+            continue
+        test = next(k.removeprefix("test.") for k in b.index if k.startswith("test."))
+        rows.append({"variant": variant, "test": test,
+                     "model": "RT" if b["CONFIG_PREEMPT_RT"] else "DYN",
+                     "tree": chosen[variant].manifest["variants"][variant]["tree"],
+                     "pwlocks": int(b["pwlocks"]),
+                     **{k: b[k] for k in ("flush.preempt_leak", "flush.migrate_leak",
+                                          "failslab_failures", "irq.freed_in_hardirq",
+                                          "initramfs_files") if k in b.index},
+                     **{k.removeprefix("report."): b[k] for k in b.index
+                        if k.startswith("report.")}})
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    kinds = [c for c in table.columns if c in REPORT_KIND_NAMES]
+    return table.drop(columns=[k for k in kinds if not table[k].fillna(0).any()])
+
+
+def debug_first_report(chosen: Chosen, variant: str) -> list[str]:
+    """The first report of a debug boot as ``debug.sh`` kept it (its ``== first`` section,
+    kernel log timestamps included)."""
+    path = chosen[variant].path / "raw" / variant / "rep1" / "debug.out.gz"
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    return lines[lines.index("== first") + 1:lines.index("== end first")]
+
+
+def listing(chosen: Chosen, variant: str) -> dict[str, list[str]]:
+    """The disassembly the inspect stage kept for the kernel ``variant`` boots: function ->
+    its lines (offset, mnemonic, operands). The run keeps it once per kernel, under the first
+    of its variants that the run boots."""
+    run = chosen[variant]
+    build = run.manifest["variants"][variant]["build"]["variant"]
+    for name, v in run.manifest["variants"].items():
+        path = run.path / "raw" / name / "disassembly.txt.gz"
+        if v["build"]["variant"] == build and path.is_file():
+            out: dict[str, list[str]] = {}
+            for line in gzip.decompress(path.read_bytes()).decode().splitlines():
+                if line.startswith("== "):
+                    current = out.setdefault(line[3:].split(":")[0], [])
+                else:
+                    current.append(line)
+            return out
+    raise FileNotFoundError(f"{run.path}: no disassembly of {variant}'s kernel; the run "
+                            "predates the inspect stage's listings: make reproduce CHAPTER=qpw")
+
+
+def listing_diff(before: list[str], after: list[str]) -> pd.DataFrame:
+    """Instructions only one of two listings has, in order (offsets dropped, so code that
+    only moved does not count): column ``side`` is ``-`` (only before) or ``+``."""
+    strip = [line.split(": ", 1)[-1] for line in before]
+    strip_after = [line.split(": ", 1)[-1] for line in after]
+    rows = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, strip, strip_after,
+                                                      autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        rows += [{"side": "-", "instruction": s} for s in strip[i1:i2]]
+        rows += [{"side": "+", "instruction": s} for s in strip_after[j1:j2]]
+    return pd.DataFrame(rows, columns=["side", "instruction"])
 
 
 def _limits(chosen: Chosen, variant: str) -> str:
@@ -282,24 +398,24 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
                          ours=verdict.change.describe() if verdict.change else "—",
                          verdict=verdict, measured=[chosen[ref.variant], run]))
         if cell.icount in chosen and ref.icount in chosen:
-            base_n, own_n = icount_loads(chosen, ref.icount), icount_loads(chosen, cell.icount)
+            base_n, own_n = icount_boots(chosen, ref.icount), icount_boots(chosen, cell.icount)
             counted_on = _limits(chosen, cell.icount)
             verdict = verdicts.judge_boots(
                 base_n, own_n, lambda c, implied=implied, limits=counted_on: (
                     verdicts.judge_direction(
                         c, implied.sign, "that the cell's locking adds work to the allocation "
                         f"fast path, behind the cited {implied.describe(' %')}", limits,
-                        margin=verdicts.MARGINS["instructions"])),
-                unit="load")
+                        margin=verdicts.MARGINS["instructions"])))
             rows.append(_row(
                 f"{cell.cited_id}-icount", table=entry["table"], row=entry["row"],
                 column=f"{cell.short}: mechanism, instructions per kmalloc() (icount)",
                 cited=cited_text,
                 ours=f"{base_n.mean():,.2f} -> {own_n.mean():,.2f} instructions; "
-                     f"{verdict.change.describe()} over the loads of one boot each",
+                     f"{verdict.change.describe()} over {len(base_n)} and {len(own_n)} boots",
                 verdict=verdict, measured=[chosen[ref.icount], chosen[cell.icount]]))
     rows += _isolation_rows(chosen)
     rows += _lockdep_rows(chosen)
+    rows += _flush_rows(chosen)
     return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)
 
 
@@ -361,22 +477,70 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
 
 
 def _lockdep_rows(chosen: Chosen) -> list[dict]:
-    """syzbot's warning: the fixed kernel must boot and allocate under lockdep without a
-    warning in SLUB's sheaf paths. A check of one boot: either it is so or it is not."""
-    got = lockdep_warnings(chosen)
-    if not got:
+    """syzbot's report before and after, two checks of one boot each under the same clang
+    lockdep configuration: v4 as posted must warn in SLUB's sheaf paths (the report
+    reproduced), the whole series must not (the fix)."""
+    table = lockdep_table(chosen)
+    if len(table) < len(LOCKDEP):
         return []
-    ok = got["sheaf"] == 0
-    verdict = verdicts.check(
-        ok, "with the fix, lockdep raised no warning in SLUB's sheaf paths, where syzbot's came "
-            "from (a pass/fail boot: it shows the fix quiet, not v4's warning, which no boot "
-            "here has shown yet)" if ok else
-        f"with the fix, lockdep still warned {got['sheaf']:.0f} time(s) in SLUB's sheaf paths")
-    return [_row("qpw-lockdep-syzbot", table="lockdep", row="PWLOCKS=n, CONFIG_PROVE_LOCKING",
-                 column="check: lockdep warnings in SLUB's sheaf paths with the fix (0005)",
-                 cited="syzbot's report (a warning at boot, no number)",
-                 ours=f"{got['sheaf']:.0f} in the sheaf paths, {got['all']:.0f} in all",
-                 verdict=verdict, measured=[chosen[LOCKDEP_KERNEL]])]
+    got = table.set_index("kernel")["sheaf_warnings"]
+    before, after = got["v4 as posted"], got["with 0005"]
+    cited = "syzbot's report (a warning at boot, no number)"
+    row = "PWLOCKS=n, CONFIG_PROVE_LOCKING, clang"
+    return [
+        _row("qpw-lockdep-v4", table="lockdep", row=row,
+             column="check: v4 as posted warns in SLUB's sheaf paths (the report reproduced)",
+             cited=cited, ours=f"{before:.0f} WARNING lines in the sheaf paths kept in the log",
+             verdict=verdicts.check(
+                 before > 0, f"v4 as posted warned {before:.0f} times in SLUB's sheaf paths "
+                 "among the report lines its kernel log kept" if before else
+                 "v4 as posted did not warn in SLUB's sheaf paths: syzbot's report is not "
+                 "reproduced here"),
+             measured=[chosen[LOCKDEP["v4 as posted"]]]),
+        _row("qpw-lockdep-syzbot", table="lockdep", row=row,
+             column="check: with 0005, no warning in SLUB's sheaf paths",
+             cited=cited, ours=f"{after:.0f} in the sheaf paths",
+             verdict=verdicts.check(
+                 after == 0, "with the fix, lockdep raised no warning in SLUB's sheaf paths "
+                 "under the configuration in which v4 warned" if after == 0 else
+                 f"with the fix, lockdep still warned {after:.0f} time(s) in SLUB's sheaf "
+                 "paths"),
+             measured=[chosen[LOCKDEP["with 0005"]]]),
+    ]
+
+
+def _flush_rows(chosen: Chosen) -> list[dict]:
+    """0006, before and after: with the PW locks on, the flush path of v4 4/4 leaks the
+    preempt (on RT, migrate) count of its _local trylock once per batch; with 0006 it must
+    not. A check per model, and only where failslab's failures show the path ran."""
+    table = debug_table(chosen)
+    if table.empty:
+        return []
+    flush = table[(table["test"] == "flush") & (table["pwlocks"] == 1)]
+    rows = []
+    for model, part in flush.groupby("model"):
+        by = part.set_index("tree")
+        if not {"no-0006", "patched"} <= set(by.index):
+            continue
+        counter = "flush.migrate_leak" if model == "RT" else "flush.preempt_leak"
+        what = "migrate-disable" if model == "RT" else "preempt"
+        before, after = by.loc["no-0006", counter], by.loc["patched", counter]
+        ran = min(by.loc["no-0006", "failslab_failures"], by.loc["patched", "failslab_failures"])
+        ok = ran > 0 and before > 0 and after == 0
+        rows.append(_row(
+            f"qpw-0006-flush-{model.lower()}", table="debug", row=f"{model}, pwlocks=1",
+            column=f"check: the {what} count the in-place flush leaves behind, without and "
+                   "with 0006",
+            cited="none (found by reading v4 4/4)",
+            ours=f"{before:.0f} -> {after:.0f} over one free loop; the path ran after "
+                 f"{ran:.0f} or more failed sheaf allocations",
+            verdict=verdicts.check(ok, (
+                f"without 0006 the loop left the {what} count {before:.0f} higher, with it "
+                f"unchanged, and the flush path ran (at least {ran:.0f} failed allocations)")
+                if ok else (f"{what} count {before:.0f} without and {after:.0f} with 0006, "
+                            f"path ran after {ran:.0f} failed allocations")),
+            measured=[chosen[v] for v in part["variant"]]))
+    return rows
 
 
 # The isolation traces read again, from the committed raw output: what the counts of

@@ -24,7 +24,9 @@ then; a re-parse says the same). A workload of another role prints ``role=``, ``
   ``r<n>.nvcsw`` and ``r<n>.nivcsw``, and from the trace events inside the round's markers
   ``r<n>.work_on_victim`` (work items that started on CPU 1), ``r<n>.work_queued_to_victim``,
   ``r<n>.ipis_to_victim`` (IPIs sent to CPU 1), ``r<n>.ipi_handlers_on_victim`` and
-  ``r<n>.switches_on_victim``; their sums over the rounds without the prefix (``work_on_victim``,
+  ``r<n>.switches_on_victim``, and with the LRU probe ``r<n>.lru_adds_on_victim`` and
+  ``r<n>.lru_adds_on_other_cpu`` (folios that entered the LRU on CPU 1, and elsewhere);
+  their sums over the rounds without the prefix (``work_on_victim``,
   ...) and ``rounds``; ``work.<function>`` per work function that started on CPU 1 inside a
   round, and ``outside.work_on_victim`` for the work that ran there between rounds;
 * ``warnings`` (``lockdep.sh`` of the runs before the debug kernels): ``warnings`` (every
@@ -60,6 +62,9 @@ _SHEAF_WARNING = re.compile(r"mm/slub\.c|pcs_|sheaf")
 PER_ROUND = ("work_on_victim", "work_queued_to_victim", "ipis_to_victim",
              "ipi_handlers_on_victim", "switches_on_victim")
 """Counts of kernel events concerning CPU 1 inside one round (the trace's part of a row)."""
+LRU_PROBE = ("lru_adds_on_victim", "lru_adds_on_other_cpu")
+"""Folios that entered the LRU inside one round, on CPU 1 and on another CPU (the
+``mm_lru_insertion`` probe of the runs from 2026-11-26 on, announced by ``lru_probe=1``)."""
 _EVENT_METRIC = {
     "workqueue_execute_start": "work_on_victim",
     "workqueue_queue_work": "work_queued_to_victim",
@@ -175,11 +180,13 @@ def isolation(text: str, source: str) -> list[tuple[str, float]]:
     rows, found = _role(text, source, "isolation", "victim", "trace")
     if found is None:
         return rows
+    probe = keyvalue.fields("\n".join(_sections(text, source)[0])).get("lru_probe") == "1"
     head = keyvalue.fields("\n".join(found["victim"]))
     rounds = int(head.get("rounds", "0"))
     if rounds < 1:
         raise StageError(f"{source}: drainvictim reported no rounds")
-    per: dict[int, dict[str, float]] = {n: dict.fromkeys(PER_ROUND, 0.0) for n in range(rounds)}
+    counted = PER_ROUND + (LRU_PROBE if probe else ())
+    per: dict[int, dict[str, float]] = {n: dict.fromkeys(counted, 0.0) for n in range(rounds)}
     for line in found["victim"]:
         if m := _ROUND_TRIGGER.match(line):
             per[int(m[1])]["trigger_ns"] = float(m[2])
@@ -198,7 +205,9 @@ def isolation(text: str, source: str) -> list[tuple[str, float]]:
             if mk := _MARK.match(detail):
                 marks[(int(mk[1]), mk[2])] = ts
             continue
-        if event not in _EVENT_METRIC:
+        if event == "mm_lru_insertion" and probe:
+            event = LRU_PROBE[0] if m[1] == "001" else LRU_PROBE[1]
+        elif event not in _EVENT_METRIC:
             raise StageError(f"{source}: unexpected trace event {event!r}")
         events.append((ts, event, detail))
     windows = []
@@ -215,7 +224,7 @@ def isolation(text: str, source: str) -> list[tuple[str, float]]:
         if inside is None:
             outside += event == "workqueue_execute_start"
             continue
-        per[inside][_EVENT_METRIC[event]] += 1
+        per[inside][_EVENT_METRIC.get(event, event)] += 1
         if event == "workqueue_execute_start" and (fn := _WORK_FN.search(detail)):
             functions[fn[1]] += 1
     rows.append(("rounds", float(rounds)))
@@ -223,7 +232,7 @@ def isolation(text: str, source: str) -> list[tuple[str, float]]:
         rows.append(("pause_ms", float(head["pause_ms"])))
     for n, r in per.items():
         rows += [(f"r{n}.{k}", v) for k, v in sorted(r.items())]
-    for k in (*PER_ROUND, "gaps", "nvcsw", "nivcsw"):
+    for k in (*counted, "gaps", "nvcsw", "nivcsw"):
         rows.append((k, sum(r[k] for r in per.values())))
     rows += [(f"work.{fn}", float(c)) for fn, c in sorted(functions.items())]
     rows.append(("outside.work_on_victim", float(outside)))

@@ -6,7 +6,8 @@
 #
 # The kernel's own account comes from trace events, restricted to what concerns CPU 1: work
 # items that started on it and work queued for it, IPIs sent to it and the IPI handlers it
-# ran, and its context switches; the TSC clock orders them against the rounds' trace markers.
+# ran, and its context switches; and, on both CPUs, folios entering the LRU (which CPU put the
+# victim's folio there). The TSC clock orders them against the rounds' trace markers.
 # Stdout: "== environment", "== victim" (drainvictim's lines), "== trace" (the trace buffer),
 # then end=ok (chapters/qpw/parse.py).
 set -u
@@ -43,6 +44,10 @@ event ipi/ipi_send_cpumask "cpumask & CPUS{1}"
 event irq_vectors/reschedule_entry "common_cpu == 1"
 event irq_vectors/call_function_single_entry "common_cpu == 1"
 event irq_vectors/call_function_entry "common_cpu == 1"
+# the positive probe: a folio entering the LRU, on either CPU. The victim's folio enters it
+# on CPU 1 when a kworker there drains the batch, on CPU 0 when CPU 0 drains it remotely.
+event pagemap/mm_lru_insertion ""
+echo "lru_probe=1"
 
 mkdir -p $W/shm
 mount -t tmpfs -o size=64m victim $W/shm || fail "mount tmpfs for the victim's file"
