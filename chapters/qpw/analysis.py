@@ -620,8 +620,13 @@ def fair_server_wait(chosen: Chosen) -> pd.DataFrame:
     (``to_request_ms``, the victim's start-up); ``predicted_ms``, the fair server's zero-laxity
     point less that start-up; round 0's latency as the victim timed it; and ``rest_ms``, from
     the kworker's first run to the end of the last round (the later requests, inside the same
-    server period when below :data:`FAIR_SERVER_PERIOD_MS`). A kernel whose kworker never ran
-    on CPU 1 has NaN for the kworker's columns."""
+    server period when below :data:`FAIR_SERVER_PERIOD_MS`); ``idle_or_fair_ms``, the time
+    CPU 1 spent idle or running a fair task between the victim's switch-in and the kworker's
+    first run (segments whose task left the CPU at a priority of 100 or more): the server is
+    charged for that time (``dl_server_update_idle()`` and the fair class's ``update_curr()``),
+    which moves its zero-laxity timer later (``dl_server_timer()`` re-arms it while more than
+    ``dl_server_min_res``, 1 ms, of runtime is left). A kernel whose kworker never ran on CPU 1
+    has NaN for the kworker's columns."""
     zero_laxity = FAIR_SERVER_PERIOD_MS - FAIR_SERVER_RUNTIME_MS
     rows = []
     for label, variant in ISOLATED.items():
@@ -638,6 +643,13 @@ def fair_server_wait(chosen: Chosen) -> pd.DataFrame:
                 return ticks / per_ns / 1e6
 
             to_request = ms(begin - victim["tsc"])
+            end = kworker["tsc"] if kworker is not None else float("inf")
+            switches = trace[(trace["event"] == "sched_switch") & (trace["tsc"] >= victim["tsc"])
+                             & (trace["tsc"] <= end)]
+            starts, fair = switches["tsc"].to_numpy()[:-1], switches["detail"].to_numpy()[1:]
+            idle_or_fair = sum(ms(stop - start) for start, stop, detail in zip(
+                starts, switches["tsc"].to_numpy()[1:], fair, strict=True)
+                if int(re.search(r"prev_prio=(\d+)", detail)[1]) >= 100)
             rows.append({
                 "kernel": label, "rep": rep,
                 "victim_prio": int(re.search(r"next_prio=(\d+)", victim["detail"])[1]),
@@ -646,7 +658,8 @@ def fair_server_wait(chosen: Chosen) -> pd.DataFrame:
                 else float("nan"),
                 "predicted_ms": zero_laxity - to_request,
                 "round0_latency_ms": mine[f"r0.{TRIGGER}"] / 1e6,
-                "rest_ms": ms(last - kworker["tsc"]) if kworker is not None else float("nan")})
+                "rest_ms": ms(last - kworker["tsc"]) if kworker is not None else float("nan"),
+                "idle_or_fair_ms": idle_or_fair if kworker is not None else float("nan")})
     return pd.DataFrame(rows)
 
 
