@@ -169,6 +169,16 @@ def icount_boots(chosen: Chosen, variant: str, op: str = "alloc") -> pd.Series:
     return values(chosen, variant, KMALLOC, f"{op}_cycles_per_op")
 
 
+def icount_repetitions(chosen: Chosen, variant: str, op: str = "alloc") -> tuple[pd.Series, str]:
+    """An icount cell's repetitions and what one is: its boots (:func:`icount_boots`) when it
+    has two or more, else the loads of its one boot (:func:`icount_loads`, runs from before
+    the cells were booted three times), whose spread is only the interrupts within a boot."""
+    boots = icount_boots(chosen, variant, op)
+    if len(boots) >= 2:
+        return boots, "boot"
+    return icount_loads(chosen, variant, op), "load of one boot"
+
+
 def icount_loads(chosen: Chosen, variant: str, op: str = "alloc") -> pd.Series:
     """Instructions per operation of each kept load after the first, over a cell's icount
     boots: the spread within boots, beside :func:`icount_boots`'s spread between them."""
@@ -183,7 +193,8 @@ def cell_change(chosen: Chosen, cell: Cell, every: list[Cell], *, icount: bool =
     boots under TCG and under icount (:func:`icount_boots`). None when not measured."""
     ref = reference(cell, every)
     if icount:
-        base, patched = icount_boots(chosen, ref.icount, op), icount_boots(chosen, cell.icount, op)
+        base = icount_repetitions(chosen, ref.icount, op)[0]
+        patched = icount_repetitions(chosen, cell.icount, op)[0]
     else:
         base = values(chosen, ref.variant, KMALLOC, f"{op}_cycles_per_op")
         patched = values(chosen, cell.variant, KMALLOC, f"{op}_cycles_per_op")
@@ -432,20 +443,22 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
                          ours=verdict.change.describe() if verdict.change else "—",
                          verdict=verdict, measured=[chosen[ref.variant], run]))
         if cell.icount in chosen and ref.icount in chosen:
-            base_n, own_n = icount_boots(chosen, ref.icount), icount_boots(chosen, cell.icount)
+            (base_n, unit), (own_n, _) = (icount_repetitions(chosen, ref.icount),
+                                          icount_repetitions(chosen, cell.icount))
             counted_on = _limits(chosen, cell.icount)
             verdict = verdicts.judge_boots(
                 base_n, own_n, lambda c, implied=implied, limits=counted_on: (
                     verdicts.judge_direction(
                         c, implied.sign, "that the cell's locking adds work to the allocation "
                         f"fast path, behind the cited {implied.describe(' %')}", limits,
-                        margin=verdicts.MARGINS["instructions"])))
+                        margin=verdicts.MARGINS["instructions"])), unit=unit)
             rows.append(_row(
                 f"{cell.cited_id}-icount", table=entry["table"], row=entry["row"],
                 column=f"{cell.short}: mechanism, instructions per kmalloc() (icount)",
                 cited=cited_text,
                 ours=f"{base_n.mean():,.2f} -> {own_n.mean():,.2f} instructions; "
-                     f"{verdict.change.describe()} over {len(base_n)} and {len(own_n)} boots",
+                     f"{verdict.change.describe()} over {len(base_n)} and {len(own_n)} "
+                     f"repetitions (each a {unit})",
                 verdict=verdict, measured=[chosen[ref.icount], chosen[cell.icount]]))
     rows += _isolation_rows(chosen)
     rows += _lockdep_rows(chosen)
