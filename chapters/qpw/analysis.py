@@ -85,12 +85,7 @@ TRIGGER = "trigger_ns"
 """A drain request's latency as the victim program reports it, per round ``r<N>.``."""
 ISOLATED = {"unpatched": "iso-unpatched", "pwlocks=0": "iso-pw-0", "pwlocks=1": "iso-pw-1"}
 """Isolation kernels: label -> variant (all PREEMPT_DYNAMIC, CPU 1 isolated)."""
-SPACED = {label: f"{variant}-spaced" for label, variant in ISOLATED.items()}
-"""The same kernels with requests spaced further apart than the fair server's period."""
-LRU_PROBE = {"lru_adds_on_victim": "folios CPU 1 put on the LRU",
-             "lru_adds_on_other_cpu": "folios another CPU put on the LRU"}
-"""The positive probe (``mm_lru_insertion`` on both CPUs), per request: which CPU emptied the
-batch the victim filled."""
+
 PER_TRIGGER = {
     "work_on_victim": "work items started on the isolated CPU",
     "ipis_to_victim": "IPIs sent to the isolated CPU",
@@ -223,34 +218,6 @@ def isolation_per_trigger(chosen: Chosen) -> pd.DataFrame:
                          "max_gap_ms": gaps.max(),
                          "max_gap_later_ms": gaps.drop("r0.max_gap_ns").max()})
     return pd.DataFrame(rows)
-
-
-def spaced_requests(chosen: Chosen) -> pd.DataFrame:
-    """One row per request of the spaced isolation boots: kernel, boot, round, its latency in
-    ms (emulated time) and the work items that started on CPU 1 during it."""
-    rows = []
-    for label, variant in SPACED.items():
-        for rep, boot in workload_rows(chosen, variant, ISOLATION).groupby("rep"):
-            m = boot.set_index("metric")["value"]
-            rows += [{"kernel": label, "rep": rep, "round": n,
-                      "latency_ms": m[f"r{n}.{TRIGGER}"] / 1e6,
-                      "work_on_victim": m[f"r{n}.work_on_victim"]}
-                     for n in range(int(m["rounds"]))]
-    return pd.DataFrame(rows, columns=["kernel", "rep", "round", "latency_ms",
-                                       "work_on_victim"])
-
-
-def lru_probe(chosen: Chosen) -> pd.DataFrame:
-    """Per back-to-back isolation kernel, the probe's counts (:data:`LRU_PROBE`) per request,
-    over its boots (empty for runs before the probe)."""
-    rows = []
-    for label, variant in ISOLATED.items():
-        res = workload_rows(chosen, variant, ISOLATION)
-        sums = res.groupby("metric")["value"].sum()
-        if not set(LRU_PROBE) <= set(sums.index):
-            continue
-        rows.append({"kernel": label, **{k: sums[k] / sums["rounds"] for k in LRU_PROBE}})
-    return pd.DataFrame(rows, columns=["kernel", *LRU_PROBE])
 
 
 def work_functions(chosen: Chosen) -> pd.DataFrame:
