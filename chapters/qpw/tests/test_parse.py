@@ -95,6 +95,28 @@ def test_with_pwlocks_1_nothing_reaches_the_isolated_cpu_inside_a_request() -> N
     assert "generic_exec_single" in ISO_PW1.split("kb-round 0 begin")[0]
 
 
+def test_the_lru_probe_counts_insertions_by_cpu_only_where_the_script_announced_it() -> None:
+    # two insertions inside round 0 in the format of 7.2.13's mm_lru_insertion event, one on
+    # CPU 1 (a kworker draining there) and one on CPU 0 (a remote drain), one outside the rounds
+    event = ("     {comm}-{pid}     [{cpu}] d..1.  {ts}: mm_lru_insertion: folio=000000005f1c2a3b "
+             "pfn=0x1234{n} lru=0 flags=M\n")
+    lines = (event.format(comm="kworker/1:1", pid=22, cpu="001", ts=35000000000, n=1)
+             + event.format(comm="drainvictim", pid=109, cpu="000", ts=35000000001, n=2))
+    outside = event.format(comm="sh", pid=90, cpu="000", ts=34000000000, n=3)
+    marker = ("     drainvictim-109     [000] ...1.  37044687056: tracing_mark_write: "
+              "kb-round 0 end\n")
+    probed = ISO.replace("== victim\n", "lru_probe=1\n== victim\n").replace(
+        marker, lines + marker).replace("== trace\n", "== trace\n" + outside)
+    r = dict(parse.isolation(probed, "fixture"))
+    assert r["r0.lru_adds_on_victim"] == 1 and r["r0.lru_adds_on_other_cpu"] == 1
+    assert r["lru_adds_on_victim"] == 1 and r["lru_adds_on_other_cpu"] == 1
+    assert r["r1.lru_adds_on_victim"] == 0
+    assert dict(parse.isolation(ISO, "fixture")).keys() == {
+        k for k in r if "lru_adds" not in k}
+    with pytest.raises(StageError, match="unexpected trace event 'mm_lru_insertion'"):
+        parse.isolation(probed.replace("lru_probe=1\n", ""), "fixture")
+
+
 @pytest.mark.parametrize("broken, message", [
     (ISO.replace("kb-round 7 end", "kb-round 7 ended"), "round 7 lacks its begin or end"),
     (ISO.replace("round=3 max_gap_ns", "round=3 max_gapx"), "round 3 lacks"),
