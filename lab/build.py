@@ -188,8 +188,9 @@ def diagnostics(log_text: str, limit: int = 200) -> list[str]:
     """The compiler's diagnostic lines of a build log (errors, the warnings and notes beside
     them, the ``In function`` headers and make's failure lines), paths relative to the source
     tree, at most ``limit``: the part of a failed build's log a reader needs."""
-    lines = [line.replace(f"{SRC}/", "") for line in log_text.splitlines()
-             if _DIAGNOSTIC.search(line)]
+    # make O=/build names sources ../src/<path> from the build directory
+    lines = [line.replace(f"..{SRC}/", "").replace(f"{SRC}/", "")
+             for line in log_text.splitlines() if _DIAGNOSTIC.search(line)]
     return lines[:limit]
 
 

@@ -47,7 +47,7 @@ def test_a_build_expected_to_fail_keeps_its_errors_and_refuses_any_other_outcome
     box = build.Toolbox(tmp_path / "root", tmp_path / "src", "gcc")
     expected = "from pointer to non-enclosed address space"
     output = ("  CC      mm/slub.o\n"
-              "/src/mm/slub.c: In function '__pcs_replace_empty_main':\n"
+              "../src/mm/slub.c: In function '__pcs_replace_empty_main':\n"
               f"/src/mm/slub.c:4641:9: error: passing argument 1 of 'lock_is_held' {expected}\n"
               "/src/include/linux/lockdep.h:290:5: note: expected 'const struct lockdep_map *'\n"
               "make[4]: *** [scripts/Makefile.build:287: mm/slub.o] Error 1\n")
