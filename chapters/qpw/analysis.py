@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lab import chapters, runs, scorecard, stats, verdicts
+from lab import chapters, kconfig, runs, scorecard, stats, verdicts
 
 CHAPTER = "qpw"
 KMALLOC, ISOLATION, LOCKDEP = "kmalloc", "isolation", "lockdep"
@@ -240,6 +240,22 @@ def debug_boot(chosen: Chosen, variant: str) -> pd.Series:
         dtype=float)
 
 
+def kernel_config(chosen: Chosen, variant: str) -> dict[str, str]:
+    """The ``.config`` the kernel ``variant`` boots was built from, as the run keeps it."""
+    run = chosen[variant]
+    build = run.manifest["variants"][variant]["build"]["variant"]
+    path = run.path / "config" / f"{build}.config.gz"
+    return kconfig.parse(gzip.decompress(path.read_bytes()).decode())
+
+
+def can_warn(chosen: Chosen, variant: str) -> bool:
+    """Whether the kernel can print a WARN(): without ``CONFIG_BUG`` (tinyconfig leaves it
+    off) ``WARN_ON()`` evaluates its condition and prints nothing, so a failed
+    ``lockdep_assert_held()`` is silent; lockdep's own reports, the spinlock checks and the
+    sleep and preemption checks print without it."""
+    return kernel_config(chosen, variant).get("CONFIG_BUG") == "y"
+
+
 def lockdep_table(chosen: Chosen) -> pd.DataFrame:
     """syzbot's report before and after (:data:`LOCKDEP`): per kernel, the WARNINGs in SLUB's
     sheaf paths among the report lines kept in the kernel log, every report line, and the
@@ -253,6 +269,7 @@ def lockdep_table(chosen: Chosen) -> pd.DataFrame:
         kinds = b[b.index.str.startswith("report.")]
         rows.append({"kernel": label, "variant": variant,
                      "tree": chosen[variant].manifest["variants"][variant]["tree"],
+                     "CONFIG_BUG": can_warn(chosen, variant),
                      "sheaf_warnings": b["pw_assert_warnings"],
                      "report_lines": kinds.sum(), "warn_count": b["warn_count"]})
     return pd.DataFrame(rows)
@@ -501,6 +518,20 @@ def _lockdep_rows(chosen: Chosen) -> list[dict]:
     before, after = got["v4 as posted"], got["with 0005"]
     cited = "syzbot's report (a warning at boot, no number)"
     row = "PWLOCKS=n, CONFIG_PROVE_LOCKING, clang"
+    if not table["CONFIG_BUG"].all():
+        why = ("built without CONFIG_BUG (the tinyconfig start leaves it off), so WARN_ON() "
+               "prints nothing and a failed lockdep_assert_held() is silent: neither kernel can "
+               f"show syzbot's warning ({before:.0f} and {after:.0f} WARNING lines)")
+        return [_row(rid, table="lockdep", row=row, column=column, cited=cited,
+                     ours=f"{n:.0f} WARNING lines in the sheaf paths",
+                     verdict=verdicts.Verdict(verdicts.INCONCLUSIVE, why, kind=verdicts.CHECK),
+                     measured=[chosen[LOCKDEP[label]]])
+                for rid, label, column, n in (
+                    ("qpw-lockdep-v4", "v4 as posted",
+                     "check: v4 as posted warns in SLUB's sheaf paths (the report reproduced)",
+                     before),
+                    ("qpw-lockdep-syzbot", "with 0005",
+                     "check: with 0005, no warning in SLUB's sheaf paths", after))]
     return [
         _row("qpw-lockdep-v4", table="lockdep", row=row,
              column="check: v4 as posted warns in SLUB's sheaf paths (the report reproduced)",
