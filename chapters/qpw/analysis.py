@@ -301,7 +301,7 @@ def debug_table(chosen: Chosen) -> pd.DataFrame:
                      "pwlocks": int(b["pwlocks"]),
                      **{k: b[k] for k in ("flush.preempt_leak", "flush.migrate_leak",
                                           "failslab_failures", "irq.freed_in_hardirq",
-                                          "initramfs_files") if k in b.index},
+                                          "initrd_kb") if k in b.index},
                      **{k.removeprefix("report."): b[k] for k in b.index
                         if k.startswith("report.")}})
     table = pd.DataFrame(rows)

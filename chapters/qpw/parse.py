@@ -272,7 +272,8 @@ def debug(text: str, source: str) -> list[tuple[str, float]]:
     """Rows of ``debug.sh``: ``test.<name>`` = 1; the exercise's numbers (``flush.objects``,
     ``flush.preempt_leak`` and ``flush.migrate_leak`` = the counter after the free loop less
     before it, ``failslab_failures`` = slab allocations failslab failed, ``irq.objects``,
-    ``irq.freed_in_hardirq``, ``initramfs_files``, ``warn_count`` = the kernel's WARNING
+    ``irq.freed_in_hardirq``, ``initrd_kb`` = the initramfs the kernel unpacked and freed,
+    ``warn_count`` = the kernel's WARNING
     count); ``report.<kind>`` per kind of :data:`REPORT_KINDS` (0 when absent) and
     ``pw_assert_warnings``, the WARNING lines raised in SLUB's sheaf paths."""
     rows, found = _role(text, source, "debug", "exercise", "report", "first")
