@@ -223,6 +223,7 @@ def build_failure(box: Toolbox, commit: str, config: Path, base_commit: str, des
     tmp.mkdir(parents=True)
     (tmp / "errors.txt").write_text("".join(f"{line}\n" for line in errors))
     shutil.copyfile(log, tmp / "build.log")
+    shutil.copyfile(build_dir / ".config", tmp / ".config")
     info = {"commit": commit, "compiler": box.compiler, "build_dir": str(build_dir),
             "targets": targets_for(config), "config_sha256": kconfig.sha256(config),
             "failed": True, "expected": expected,

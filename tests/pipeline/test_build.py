@@ -42,6 +42,8 @@ def test_a_build_expected_to_fail_keeps_its_errors_and_refuses_any_other_outcome
     config = tmp_path / "config"
     config.write_text("CONFIG_MODULES=y\n")
     log = tmp_path / "build.log"
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / ".config").write_text("CONFIG_MODULES=y\n")
     monkeypatch.setattr(build, "build_dir_for", lambda base, cfg, cc: tmp_path / "b")
     monkeypatch.setattr(build.series, "tree_lock", lambda tree: contextlib.nullcontext())
     box = build.Toolbox(tmp_path / "root", tmp_path / "src", "gcc")
@@ -58,6 +60,7 @@ def test_a_build_expected_to_fail_keeps_its_errors_and_refuses_any_other_outcome
     monkeypatch.setattr(build, "make_kernel", fails)
     info = build.build_failure(box, "c0ffee", config, "base", tmp_path / "out", log, expected)
     assert info["failed"] and info["error_lines"] == 1
+    assert (tmp_path / "out" / ".config").read_text() == "CONFIG_MODULES=y\n"
     assert (tmp_path / "out" / "errors.txt").read_text().splitlines() == [
         "mm/slub.c: In function '__pcs_replace_empty_main':",
         f"mm/slub.c:4641:9: error: passing argument 1 of 'lock_is_held' {expected}",
