@@ -126,6 +126,11 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
         ("not ours", "'less' subtracts files from a tree, it compares nothing"),
     ("pipeline.md", "Dropped option : `olddefconfig dropped or changed"): ("not ours", CODE),
     ("qpw.md", "The v1 thread turned into a design discussion"): ("not ours", HISTORY),
+    ("qpw.md", "by our reading of the patched tree it need not"): ("not ours", CODE),
+    ("qpw.md", "Here that message is `Watchdog remote CPU 1 read timed out`"): ("not ours", CODE),
+    ("qpw.md", "They were fast because they all fell before that deadline"):
+        ("asserted", "notebooks/qpw.md", "qpw-fair-server-explains-first-request"),
+    ("qpw.md", "The notebook pools each variant's boots from every run"): ("not ours", CODE),
     ("qpw.md", "so remote work fits better than extra work on every system call"):
         ("not ours", AUTHOR),
     ("sched-ext.md", "this is the fallback for the cases the cheaper hooks cannot cover"):
