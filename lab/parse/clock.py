@@ -116,12 +116,14 @@ class ClockHealth:
 def parse_console(text: str, source: str = "console text") -> ClockHealth:
     """The clock health of one boot from its serial console's text.
 
-    Raises ValueError naming ``source`` when the text holds no kernel log line at all: a file
-    that is not a console (a workload's output, an empty capture) would otherwise read as a
-    healthy clock.
+    Raises ValueError naming ``source`` when the text holds no kernel log line at all and no
+    end marker: a file that is not a console (a workload's output, an empty capture) would
+    otherwise read as a healthy clock. A boot whose kernel printed nothing to the console
+    (``loglevel=0``, which keeps a debug kernel's reports in its log) ends with the marker
+    and reads as not checked.
     """
     raw = text.splitlines()
-    if not any(_KERNEL_LINE.search(line) for line in raw):
+    if not any(_KERNEL_LINE.search(line) or DONE.match(line) for line in raw):
         raise ValueError(f"{source}: no kernel log line ('[ seconds] message'), so this is not "
                          "the serial console of a boot. Fix: pass a boot's console.log "
                          "(raw/<variant>/rep<N>/console.log.gz), not a workload's output.")

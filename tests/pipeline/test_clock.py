@@ -20,13 +20,14 @@ console does:
 from __future__ import annotations
 
 import dataclasses
+import gzip
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from lab import runs
+from lab import ROOT, runs
 from lab.parse.clock import ClockHealth, parse_console
 
 from .conftest import FIXTURES
@@ -95,6 +96,15 @@ def test_quiet_console_is_not_reported_healthy() -> None:
     health = parse("qpw-quiet-console")
     assert health == ClockHealth(window_start=None, boot_clocksource="", tsc_unstable=False,
                                  switches=(), watchdog_timeouts=0, unstable_before_window=False)
+    assert health.flags() == ("clock not checked: no init line on the console",)
+
+
+def test_a_silent_kernel_console_with_its_end_marker_is_not_checked() -> None:
+    # a loglevel=0 debug boot of the qpw chapter: the kernel printed nothing to the console
+    silent = gzip.decompress((ROOT / "data" / "runs" / "qpw" / "20261126T074638Z-auto" / "raw"
+                              / "debug-rt-flush" / "rep1" / "console.log.gz").read_bytes())
+    health = parse_console(silent.decode(), "silent")
+    assert health.window_start is None and not health.switches
     assert health.flags() == ("clock not checked: no init line on the console",)
 
 
