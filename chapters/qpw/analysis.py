@@ -299,9 +299,10 @@ def debug_table(chosen: Chosen) -> pd.DataFrame:
                      "model": "RT" if b["CONFIG_PREEMPT_RT"] else "DYN",
                      "tree": chosen[variant].manifest["variants"][variant]["tree"],
                      "pwlocks": int(b["pwlocks"]),
-                     **{k: b[k] for k in ("flush.preempt_leak", "flush.migrate_leak",
-                                          "failslab_failures", "irq.freed_in_hardirq",
-                                          "initrd_kb") if k in b.index},
+                     **{k: b[k] for k in ("initrd_kb", "flush.objects", "failslab_failures",
+                                          "flush.preempt_leak", "flush.migrate_leak",
+                                          "irq.objects", "irq.freed_in_hardirq")
+                        if k in b.index},
                      **{k.removeprefix("report."): b[k] for k in b.index
                         if k.startswith("report.")}})
     table = pd.DataFrame(rows)
