@@ -251,16 +251,17 @@ def kernel_config(chosen: Chosen, variant: str) -> dict[str, str]:
 def can_warn(chosen: Chosen, variant: str) -> bool:
     """Whether the kernel can print a WARN(): without ``CONFIG_BUG`` (tinyconfig leaves it
     off) ``WARN_ON()`` evaluates its condition and prints nothing, so a failed
-    ``lockdep_assert_held()`` is silent; lockdep's own reports, the spinlock checks and the
-    sleep and preemption checks print without it."""
+    ``lockdep_assert_held()``, ``DEBUG_PREEMPT``'s checks and ``DEBUG_LOCKS_WARN_ON`` (which
+    still turns lockdep off) are silent; lockdep's own reports, the spinlock checks' "bad
+    magic" and the sleeping- and scheduling-while-atomic reports print without it."""
     return kernel_config(chosen, variant).get("CONFIG_BUG") == "y"
 
 
 def lockdep_table(chosen: Chosen) -> pd.DataFrame:
-    """syzbot's report before and after (:data:`LOCKDEP`): per kernel, the WARNINGs in SLUB's
-    sheaf paths among the report lines kept in the kernel log, every report line, and the
-    kernel's own count of WARNINGs since boot (``/sys/kernel/warn_count``, which does not lose
-    what a wrapped log buffer lost)."""
+    """syzbot's report before and after (:data:`LOCKDEP`): per kernel, whether it was built with
+    ``CONFIG_BUG``, the WARNINGs in SLUB's sheaf paths among the report lines kept in the kernel
+    log, every report line, and ``/sys/kernel/warn_count`` (with ``CONFIG_BUG`` every WARN()
+    since boot, which a wrapped log buffer does not lose; without it no WARN() at all)."""
     rows = []
     for label, variant in LOCKDEP.items():
         b = debug_boot(chosen, variant)

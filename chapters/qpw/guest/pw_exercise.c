@@ -16,7 +16,8 @@
  *	pw_unlock(), which does not undo the preempt_disable() (on PREEMPT_RT,
  *	migrate_disable()) of the _local trylock once the PW locks are on.  The
  *	line gives both counters before and after the loop; the module then
- *	gives back what leaked, so the rest of its load runs as it should.
+ *	tries to give back what leaked, which CONFIG_DEBUG_PREEMPT refuses once
+ *	the leak has carried the count past the preempt byte.
  *
  * test=irq
  *	kfree_nolock() of @objects kmalloc() objects from a hard-interrupt
