@@ -17,7 +17,6 @@ between the unpatched kernel and ``pwlocks=1``.
 
 from __future__ import annotations
 
-import difflib
 import gzip
 import re
 from dataclasses import dataclass
@@ -319,41 +318,6 @@ def debug_first_report(chosen: Chosen, variant: str) -> list[str]:
     path = chosen[variant].path / "raw" / variant / "rep1" / "debug.out.gz"
     lines = gzip.decompress(path.read_bytes()).decode().splitlines()
     return lines[lines.index("== first") + 1:lines.index("== end first")]
-
-
-def listing(chosen: Chosen, variant: str) -> dict[str, list[str]]:
-    """The disassembly the inspect stage kept for the kernel ``variant`` boots: function ->
-    its lines (offset, mnemonic, operands). The run keeps it once per kernel, under the first
-    of its variants that the run boots."""
-    run = chosen[variant]
-    build = run.manifest["variants"][variant]["build"]["variant"]
-    for name, v in run.manifest["variants"].items():
-        path = run.path / "raw" / name / "disassembly.txt.gz"
-        if v["build"]["variant"] == build and path.is_file():
-            out: dict[str, list[str]] = {}
-            for line in gzip.decompress(path.read_bytes()).decode().splitlines():
-                if line.startswith("== "):
-                    current = out.setdefault(line[3:].split(":")[0], [])
-                else:
-                    current.append(line)
-            return out
-    raise FileNotFoundError(f"{run.path}: no disassembly of {variant}'s kernel; the run "
-                            "predates the inspect stage's listings: make reproduce CHAPTER=qpw")
-
-
-def listing_diff(before: list[str], after: list[str]) -> pd.DataFrame:
-    """Instructions only one of two listings has, in order (offsets dropped, so code that
-    only moved does not count): column ``side`` is ``-`` (only before) or ``+``."""
-    strip = [line.split(": ", 1)[-1] for line in before]
-    strip_after = [line.split(": ", 1)[-1] for line in after]
-    rows = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, strip, strip_after,
-                                                      autojunk=False).get_opcodes():
-        if op == "equal":
-            continue
-        rows += [{"side": "-", "instruction": s} for s in strip[i1:i2]]
-        rows += [{"side": "+", "instruction": s} for s in strip_after[j1:j2]]
-    return pd.DataFrame(rows, columns=["side", "instruction"])
 
 
 def _limits(chosen: Chosen, variant: str) -> str:
