@@ -499,11 +499,7 @@ def cmd_publish(a: argparse.Namespace) -> None:
                                "packages": root["packages"]},
             "variants": variants,
         }
-        # a build the experiment expected to fail keeps its .config in its build directory
-        # (one per configuration) when its stamp predates keeping it with the artifacts
-        configs = {name: next(p for p in (Path(b["artifacts"]) / ".config",
-                                          Path(b["build_dir"]) / ".config") if p.is_file())
-                   for name, b in builds.items()}
+        configs = {name: Path(b["artifacts"]) / ".config" for name, b in builds.items()}
         final = collect.publish(exp.name, run_id,
                                 lambda tmp: collect.assemble(tmp, exp.name, records, configs,
                                                              manifest, exp.cited(), diff,
