@@ -102,12 +102,6 @@ DEBUG = "debug"
 """The workload of the lockdep and debug kernels (``guest/debug.sh``)."""
 REPORT_KIND_NAMES = [k for k, _ in chapters.get(CHAPTER).module("parse").REPORT_KINDS] + ["other"]
 """The kinds of kernel report the debug parser counts, in its order."""
-DEBUG_TESTS = {
-    "init": "the initramfs unpacked before swap_setup() initialises the LRU batches' locks",
-    "flush": "the main sheaf flushed in place (alloc_empty_sheaf() failed by failslab)",
-    "irq": "kfree_nolock() from a hard-interrupt hrtimer",
-}
-"""The debug kernels' tests (``qpw.test=``) and what each runs."""
 
 Chosen = dict[str, runs.Run]
 """Each variant's boots pooled from every run made like its newest one
