@@ -13,7 +13,8 @@
 #   irq    pw_exercise.ko test=irq: kfree_nolock() from a hard-interrupt hrtimer
 # The kernels boot with loglevel=0: the reports stay in the kernel log (and out of the
 # console, where the pipeline would fail the boot on them); /sys/kernel/warn_count counts
-# every WARNING even when the log buffer has wrapped.
+# every WARNING even when the log buffer has wrapped; debug_locks= (lockdep kernels) is lockdep's
+# own switch at the end of the test.
 # Stdout: "== environment", "== exercise" (the module's line, failslab's failures),
 # "== report" (every report header line of the log), "== first" (the first report, for the
 # book), then end=ok (chapters/qpw/parse.py).
@@ -65,6 +66,10 @@ irq)
 esac
 dmesg | sed -n 's/.*pw_exercise: \(test=.*\)/\1/p'
 echo "warn_count=$(cat /sys/kernel/warn_count)"
+# lockdep's own switch at the end: 0 once a report turned it off, so a quiet lockdep kernel
+# with debug_locks=1 was checking to the end of the test
+[ -r /proc/lockdep_stats ] &&
+	echo "debug_locks=$(sed -n 's/^ *debug_locks: *//p' /proc/lockdep_stats)"
 echo "== end exercise"
 echo "== report"
 dmesg | sed 's/^\[[ 0-9.]*\] //' | grep -E "$REPORT"
