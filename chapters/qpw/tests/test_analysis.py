@@ -5,11 +5,13 @@ the chapter's end."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from lab import chapters, cited, runs, scorecard, verdicts
 
 qpw = chapters.get("qpw").module("analysis")
 FRAME = cited.to_frame(cited.load_all())
+OLD_LOCKDEP_RUN = "20261126T074638Z-auto"
 
 
 def judged() -> pd.DataFrame:
@@ -56,11 +58,19 @@ def test_the_isolation_rows_are_judged_for_direction_and_lockdep_is_a_check() ->
     assert rows.loc["qpw-isolation-latency", "verdict"] == verdicts.DIRECTION
     assert rows.loc["qpw-isolation-latency-later", "verdict"] == verdicts.INCONCLUSIVE
     assert "n=3+3" in rows.loc["qpw-isolation-latency-later", "reason"]
-    # the committed lockdep kernels lack CONFIG_BUG: neither can warn, and the checks say so
+    # syzbot's report before and after: two checks, each passed or failed
     for rid in ("qpw-lockdep-v4", "qpw-lockdep-syzbot"):
         assert rows.loc[rid, "row_kind"] == verdicts.CHECK
-        assert rows.loc[rid, "verdict"] == verdicts.INCONCLUSIVE
-        assert "CONFIG_BUG" in rows.loc[rid, "reason"]
+        assert rows.loc[rid, "verdict"] in (verdicts.PASSED, verdicts.FAILED)
+
+
+def test_lockdep_kernels_built_without_config_bug_are_refused() -> None:
+    """The lockdep kernels of run 20261126T074638Z-auto lack CONFIG_BUG, so their quiet boots
+    cannot show a WARN_ON(): judged alone, that run is refused with the fix named."""
+    older = [r for r in runs.load_chapter_runs("qpw") if r.path.name <= OLD_LOCKDEP_RUN]
+    assert OLD_LOCKDEP_RUN in {r.path.name for r in older}
+    with pytest.raises(ValueError, match=f"lockdep-v4 \\({OLD_LOCKDEP_RUN}\\).*CONFIG_BUG"):
+        qpw.judge(FRAME, older)
 
 
 def test_0006_is_a_check_per_model_that_rests_on_the_path_having_run() -> None:
