@@ -8,6 +8,13 @@
 BIN=/tmp/kb/bin
 W=/tmp/work
 
+# dmesg reads one snapshot of the kernel's ring buffer (syslog(2)). Its default, /dev/kmsg, is
+# read until drained, and on a kernel that warns on every slab refill (v4's lockdep assertion)
+# each read raises new warnings, so the read chases its own tail for minutes.
+dmesg() {
+	command dmesg -S "$@"
+}
+
 fail() {
 	echo "error=$*"
 	echo "error=$*" >&2

@@ -13,8 +13,10 @@
 #   irq    pw_exercise.ko test=irq: kfree_nolock() from a hard-interrupt hrtimer
 # The kernels boot with loglevel=0: the reports stay in the kernel log (and out of the
 # console, where the pipeline would fail the boot on them); /sys/kernel/warn_count counts
-# every WARNING even when the log buffer has wrapped; debug_locks= (lockdep kernels) is lockdep's
-# own switch at the end of the test.
+# every WARNING even when the log buffer has wrapped (warn_boot= before this script ran,
+# warn_count= after the test, before the log is read); the report sections read one snapshot
+# of the log taken after it; debug_locks= (lockdep kernels) is lockdep's own switch at the end
+# of the test.
 # Stdout: "== environment", "== exercise" (the module's line, failslab's failures),
 # "== report" (every report header line of the log), "== first" (the first report, for the
 # book), then end=ok (chapters/qpw/parse.py).
@@ -24,10 +26,13 @@ REPORT='WARNING:|BUG:|INFO: |returned with preemption imbalance|Invalid wait con
 TIMES=100000000
 
 only_role debug
+# the WARNINGs raised before the test: the boot's and those of the scripts before this one
+warn_boot=$(cat /sys/kernel/warn_count)
 environment
 test=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^qpw\.test=//p')
 echo "test=$test"
 echo "== exercise"
+echo "warn_boot=$warn_boot"
 case "$test" in
 load)
 	taskset -c 0 insmod $BIN/kmalloc_bench.ko iterations=100000 2> $W/insmod.err ||
@@ -64,19 +69,20 @@ irq)
 	fail "qpw.test=$test is not one of load, init, flush, irq (chapter.yaml variants)"
 	;;
 esac
-dmesg | sed -n 's/.*pw_exercise: \(test=.*\)/\1/p'
 echo "warn_count=$(cat /sys/kernel/warn_count)"
+dmesg > $W/log
+sed -n 's/.*pw_exercise: \(test=.*\)/\1/p' $W/log
 # lockdep's own switch at the end: 0 once a report turned it off, so a quiet lockdep kernel
 # with debug_locks=1 was checking to the end of the test
 [ -r /proc/lockdep_stats ] &&
 	echo "debug_locks=$(sed -n 's/^ *debug_locks: *//p' /proc/lockdep_stats)"
 echo "== end exercise"
 echo "== report"
-dmesg | sed 's/^\[[ 0-9.]*\] //' | grep -E "$REPORT"
+sed 's/^\[[ 0-9.]*\] //' $W/log | grep -E "$REPORT"
 echo "== end report"
 echo "== first"
-dmesg | grep -m 1 -n -E "$REPORT" | cut -d: -f1 | {
-	read -r at && dmesg | tail -n +"$((at > 2 ? at - 2 : 1))" | head -n 40
+grep -m 1 -n -E "$REPORT" $W/log | cut -d: -f1 | {
+	read -r at && tail -n +"$((at > 2 ? at - 2 : 1))" $W/log | head -n 40
 }
 echo "== end first"
 echo "end=ok"
