@@ -254,9 +254,9 @@ def lockdep_table(chosen: Chosen) -> pd.DataFrame:
     """syzbot's report before and after (:data:`LOCKDEP`): per kernel, whether it was built with
     ``CONFIG_BUG``, the WARNINGs in SLUB's sheaf paths among the report lines kept in the kernel
     log, every report line, and ``/sys/kernel/warn_count`` (with ``CONFIG_BUG`` every WARN()
-    since boot, which a wrapped log buffer does not lose; without it no WARN() at all) and
-    lockdep's ``debug_locks`` at the end of the test (1: still checking; absent from runs made
-    before debug.sh read it)."""
+    since boot, which a wrapped log buffer does not lose; without it no WARN() at all) before
+    the test (``warn_boot``) and after it, and lockdep's ``debug_locks`` at the end of the test
+    (1: still checking); the runs made before debug.sh read the last two lack them."""
     rows = []
     for label, variant in LOCKDEP.items():
         b = debug_boot(chosen, variant)
@@ -267,9 +267,12 @@ def lockdep_table(chosen: Chosen) -> pd.DataFrame:
                      "tree": chosen[variant].manifest["variants"][variant]["tree"],
                      "CONFIG_BUG": can_warn(chosen, variant),
                      "sheaf_warnings": b["pw_assert_warnings"],
-                     "report_lines": kinds.sum(), "warn_count": b["warn_count"],
+                     "report_lines": kinds.sum(),
+                     "warn_boot": b.get("warn_boot", float("nan")),
+                     "warn_count": b["warn_count"],
                      "debug_locks": b.get("debug_locks", float("nan"))})
-    return pd.DataFrame(rows)
+    counts = ["sheaf_warnings", "report_lines", "warn_boot", "warn_count", "debug_locks"]
+    return pd.DataFrame(rows).astype(dict.fromkeys(counts, "Int64"))
 
 
 def build_errors(chosen: Chosen) -> list[str]:
@@ -309,12 +312,23 @@ def debug_table(chosen: Chosen) -> pd.DataFrame:
     return table.drop(columns=[k for k in kinds if not table[k].fillna(0).any()])
 
 
-def debug_first_report(chosen: Chosen, variant: str) -> list[str]:
-    """The first report of a debug boot as ``debug.sh`` kept it (its ``== first`` section,
-    kernel log timestamps included)."""
+def _debug_section(chosen: Chosen, variant: str, name: str) -> list[str]:
+    """The lines of section ``name`` of a debug boot's ``debug.sh`` output, as the run kept it."""
     path = chosen[variant].path / "raw" / variant / "rep1" / "debug.out.gz"
     lines = gzip.decompress(path.read_bytes()).decode().splitlines()
-    return lines[lines.index("== first") + 1:lines.index("== end first")]
+    return lines[lines.index(f"== {name}") + 1:lines.index(f"== end {name}")]
+
+
+def debug_first_report(chosen: Chosen, variant: str) -> list[str]:
+    """The first report a debug boot's kernel log kept, with the lines around it (``debug.sh``'s
+    ``== first`` section, kernel log timestamps included)."""
+    return _debug_section(chosen, variant, "first")
+
+
+def debug_report_lines(chosen: Chosen, variant: str) -> list[str]:
+    """Every report header line a debug boot's kernel log kept (``debug.sh``'s ``== report``
+    section, timestamps stripped)."""
+    return _debug_section(chosen, variant, "report")
 
 
 def _limits(chosen: Chosen, variant: str) -> str:
@@ -477,8 +491,8 @@ def _lockdep_rows(chosen: Chosen) -> list[dict]:
     table = lockdep_table(chosen)
     if len(table) < len(LOCKDEP):
         return []
-    got = table.set_index("kernel")["sheaf_warnings"]
-    before, after = got["v4 as posted"], got["with 0005"]
+    by = table.set_index("kernel")
+    before, after = by.loc["v4 as posted", "sheaf_warnings"], by.loc["with 0005", "sheaf_warnings"]
     cited = "syzbot's report (a warning at boot, no number)"
     row = "PWLOCKS=n, CONFIG_PROVE_LOCKING, clang"
     if not table["CONFIG_BUG"].all():
@@ -491,23 +505,30 @@ def _lockdep_rows(chosen: Chosen) -> list[dict]:
     return [
         _row("qpw-lockdep-v4", table="lockdep", row=row,
              column="check: v4 as posted warns in SLUB's sheaf paths (the report reproduced)",
-             cited=cited, ours=f"{before:.0f} WARNING lines in the sheaf paths kept in the log",
+             cited=cited, ours=_lockdep_ours(by.loc["v4 as posted"]),
              verdict=verdicts.check(
-                 before > 0, f"v4 as posted warned {before:.0f} times in SLUB's sheaf paths "
-                 "among the report lines its kernel log kept" if before else
+                 before > 0, f"v4 as posted warned in SLUB's sheaf paths ({before} of the "
+                 "report lines its kernel log kept)" if before else
                  "v4 as posted did not warn in SLUB's sheaf paths: syzbot's report is not "
                  "reproduced here"),
              measured=[chosen[LOCKDEP["v4 as posted"]]]),
         _row("qpw-lockdep-syzbot", table="lockdep", row=row,
              column="check: with 0005, no warning in SLUB's sheaf paths",
-             cited=cited, ours=f"{after:.0f} in the sheaf paths",
+             cited=cited, ours=_lockdep_ours(by.loc["with 0005"]),
              verdict=verdicts.check(
                  after == 0, "with the fix, lockdep raised no warning in SLUB's sheaf paths "
                  "under the configuration in which v4 warned" if after == 0 else
-                 f"with the fix, lockdep still warned {after:.0f} time(s) in SLUB's sheaf "
+                 f"with the fix, lockdep still warned {after} time(s) in SLUB's sheaf "
                  "paths"),
              measured=[chosen[LOCKDEP["with 0005"]]]),
     ]
+
+
+def _lockdep_ours(kernel: pd.Series) -> str:
+    """What a lockdep boot showed: its WARNINGs since boot (``warn_count``, which a wrapped log
+    does not lose) and how many of the report lines its log kept are in the sheaf paths."""
+    return (f"{kernel['warn_count']:,} WARNINGs since boot; {kernel['sheaf_warnings']} of the "
+            f"{kernel['report_lines']} report lines the log kept are in the sheaf paths")
 
 
 def _flush_rows(chosen: Chosen) -> list[dict]:

@@ -274,7 +274,8 @@ def debug(text: str, source: str) -> list[tuple[str, float]]:
     before it, ``failslab_failures`` = slab allocations failslab failed, ``irq.objects``,
     ``irq.freed_in_hardirq``, ``initrd_kb`` = the initramfs the kernel unpacked and freed,
     ``warn_boot`` and ``warn_count`` = the kernel's WARNING count before and after the test,
-    ``debug_locks`` = lockdep still on at the end, where the kernel has lockdep); ``report.<kind>`` per kind of :data:`REPORT_KINDS` (0 when absent) and
+    ``debug_locks`` = lockdep still on at the end, where the kernel has lockdep);
+    ``report.<kind>`` per kind of :data:`REPORT_KINDS` (0 when absent) and
     ``pw_assert_warnings``, the WARNING lines raised in SLUB's sheaf paths."""
     rows, found = _role(text, source, "debug", "exercise", "report", "first")
     if found is None:
