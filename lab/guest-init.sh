@@ -21,6 +21,9 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 kbout /tmp/out
 	echo "cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 	echo "mem_kb=$(sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\).*/\1/p' /proc/meminfo)"
 	echo "numa_nodes=$(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)"
+	# the WARNINGs of the boot, counted even when the log has lost them (a kernel without
+	# CONFIG_BUG prints and counts no WARN())
+	echo "boot_warn_count=$(cat /sys/kernel/warn_count 2>/dev/null)"
 } > /tmp/out/guest-info.txt
 
 rc=0
@@ -33,8 +36,9 @@ for w in $KB_WORKLOADS; do
 	[ "$wrc" -ne 0 ] && rc=$wrc
 done
 # one snapshot of the ring buffer (syslog(2)): /dev/kmsg, dmesg's default, is read until it is
-# drained, which never happens on a kernel that warns on every allocation the read makes
-dmesg -S > /tmp/out/dmesg.txt 2>/dev/null
+# drained, which never happens on a kernel that warns on every allocation the read makes. The
+# 16 MiB read buffer holds the whole ring (128 KiB here); an error lands in the file.
+dmesg -S -s 16777216 > /tmp/out/dmesg.txt 2>&1
 cd /tmp/out && sha256sum -- *.txt *.out *.err > /tmp/work/SHA256SUMS && cp /tmp/work/SHA256SUMS /tmp/out/
 cd /
 sync

@@ -7,7 +7,8 @@ then; a re-parse says the same). A workload of another role prints ``role=``, ``
 
 * ``environment`` (every role): ``CONFIG_PREEMPT_RT``, ``CONFIG_PWLOCKS``, ... as 0/1,
   ``pwlocks`` (-1 when the command line has none), ``tsc_khz``, and
-  ``env.preempt.<model>`` = 1 (strings cannot be rows); runs before the shared console parser
+  ``env.preempt.<model>`` = 1 (strings cannot be rows; ``unknown`` when the kernel log had
+  wrapped and lost the boot's lines); runs before the shared console parser
   also carry ``tsc_unstable``, from a grep for wording 7.2.13 never prints (the clock's health
   is now read from the console by :mod:`lab.parse.clock` for every chapter);
 * ``kmalloc``: per load ``load<n>.alloc_cycles``, ``load<n>.free_cycles``, ``load<n>.iterations``
@@ -58,7 +59,9 @@ _ROUND_VICTIM = re.compile(r"^round=(\d+) max_gap_ns=(\d+) gaps=(\d+) nvcsw=(\d+
 _EVENT = re.compile(r"^\s*.+?-\d+\s+\[(\d{3})\]\s+(?:\S+\s+)?(\d+(?:\.\d+)?):\s+(\w+):\s*(.*)$")
 _MARK = re.compile(r"^kb-round (\d+) (begin|end)\s*$")
 _WORK_FN = re.compile(r"function (\S+)")
-_SHEAF_WARNING = re.compile(r"mm/slub\.c|pcs_|sheaf")
+_SHEAF_WARNING = re.compile(r"\b(sheaf_try_flush_main|__pcs_replace_empty_main|"
+                            r"__pcs_install_empty_sheaf|__pcs_replace_full_main)\+0x")
+"""A WARNING raised in one of the four SLUB functions whose lockdep assertion v4 4/4 converts."""
 PER_ROUND = ("work_on_victim", "work_queued_to_victim", "ipis_to_victim",
              "ipi_handlers_on_victim", "switches_on_victim")
 """Counts of kernel events concerning CPU 1 inside one round (the trace's part of a row)."""
@@ -273,7 +276,7 @@ def debug(text: str, source: str) -> list[tuple[str, float]]:
     ``flush.preempt_leak`` and ``flush.migrate_leak`` = the counter after the free loop less
     before it, ``failslab_failures`` = slab allocations failslab failed, ``irq.objects``,
     ``irq.freed_in_hardirq``, ``initrd_kb`` = the initramfs the kernel unpacked and freed,
-    ``warn_boot`` and ``warn_count`` = the kernel's WARNING count before and after the test,
+    ``warn_before`` and ``warn_count`` = the kernel's WARNING count before and after the test,
     ``debug_locks`` = lockdep still on at the end, where the kernel has lockdep);
     ``report.<kind>`` per kind of :data:`REPORT_KINDS` (0 when absent) and
     ``pw_assert_warnings``, the WARNING lines raised in SLUB's sheaf paths."""

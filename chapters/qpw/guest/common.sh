@@ -12,7 +12,7 @@ W=/tmp/work
 # read until drained, and on a kernel that warns on every slab refill (v4's lockdep assertion)
 # each read raises new warnings, so the read chases its own tail for minutes.
 dmesg() {
-	command dmesg -S "$@"
+	command dmesg -S -s 16777216 "$@"
 }
 
 fail() {
@@ -49,6 +49,11 @@ environment() {
 	done
 	want=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^pwlocks=//p')
 	echo "pwlocks=${want:--1}"
+	# the boot's own lines below are gone once the log has wrapped (a kernel that warns at
+	# every slab refill): then the model is unknown and pwlocks= cannot be checked
+	dmesg | head -n 1 | grep -q '^\[ *0\.000000\]' && from_boot=1 || from_boot=0
+	[ -n "$want" ] && [ $from_boot = 0 ] &&
+		fail "the kernel log wrapped before pwlocks=$want could be checked"
 	dmesg | grep -q "PWLOCKS: invalid pwlocks parameter" &&
 		fail "the kernel rejected pwlocks=$want (it takes 0 or 1)"
 	if [ -n "$want" ] && ! echo "$config" | grep -q '^CONFIG_PWLOCKS=y'; then
@@ -56,6 +61,7 @@ environment() {
 	fi
 	# "Dynamic Preempt: <model>" (PREEMPT_DYNAMIC kernels only)
 	model=$(dmesg | sed -n 's/.*Dynamic Preempt: \([a-z]*\).*/\1/p' | tail -n 1)
+	[ $from_boot = 1 ] || model=unknown
 	echo "preempt_model=${model:-none}"
 	echo "tsc_khz=$(dmesg | sed -n 's/.*tsc: Refined TSC clocksource calibration: \([0-9]*\)\.\([0-9]\{3\}\) MHz.*/\1\2/p;s/.*tsc: Detected \([0-9]*\)\.\([0-9]\{3\}\) MHz processor.*/\1\2/p' | tail -n 1)"
 	echo "isolated=$(cat /sys/devices/system/cpu/isolated)"

@@ -13,10 +13,11 @@
 #   irq    pw_exercise.ko test=irq: kfree_nolock() from a hard-interrupt hrtimer
 # The kernels boot with loglevel=0: the reports stay in the kernel log (and out of the
 # console, where the pipeline would fail the boot on them); /sys/kernel/warn_count counts
-# every WARNING even when the log buffer has wrapped (warn_boot= before this script ran,
-# warn_count= after the test, before the log is read); the report sections read one snapshot
-# of the log taken after it; debug_locks= (lockdep kernels) is lockdep's own switch at the end
-# of the test.
+# every WARNING even when the log buffer has wrapped (warn_before= just before the test's
+# commands, warn_count= just after them, before the log is read); the report sections read one
+# snapshot of the log taken after that, so on a kernel that keeps warning they hold the
+# warnings of these last reads; debug_locks= (lockdep kernels) is lockdep's own switch at the
+# end of the test.
 # Stdout: "== environment", "== exercise" (the module's line, failslab's failures),
 # "== report" (every report header line of the log), "== first" (the first report, for the
 # book), then end=ok (chapters/qpw/parse.py).
@@ -26,13 +27,12 @@ REPORT='WARNING:|BUG:|INFO: |returned with preemption imbalance|Invalid wait con
 TIMES=100000000
 
 only_role debug
-# the WARNINGs raised before the test: the boot's and those of the scripts before this one
-warn_boot=$(cat /sys/kernel/warn_count)
 environment
 test=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^qpw\.test=//p')
 echo "test=$test"
 echo "== exercise"
-echo "warn_boot=$warn_boot"
+# the WARNINGs raised before the test's commands (boot, earlier scripts, this one so far)
+echo "warn_before=$(cat /sys/kernel/warn_count)"
 case "$test" in
 load)
 	taskset -c 0 insmod $BIN/kmalloc_bench.ko iterations=100000 2> $W/insmod.err ||

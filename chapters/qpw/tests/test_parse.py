@@ -4,7 +4,8 @@ Fixtures: ``kmalloc-dyn-pw-1-tcg.out``, a PWLOCKS=y pwlocks=1 boot under TCG cap
 2026-11-25 (three loads then; the committed runs have four); ``kmalloc-not-this-role.out``, the
 kmalloc script on a kernel of another role; ``isolation-*.out`` and ``lockdep-*.out``, boots of
 the isolation and lockdep kernels captured the same day (``lockdep-fixed.out`` is the
-committed lockdep run's).
+committed lockdep run's); ``debug-flush-no0006.out``, the flush test without 0006 of run
+20261126T074638Z-auto.
 """
 
 from __future__ import annotations
@@ -149,3 +150,27 @@ def test_a_warning_in_the_sheaf_paths_is_counted_apart_from_others() -> None:
     with pytest.raises(StageError, match="no '== warnings' section"):
         parse.lockdep(LOCKDEP.replace("== warnings\n", "").replace("== end warnings\n", ""),
                       "fixture")
+
+
+DEBUG = (FIXTURES / "debug-flush-no0006.out").read_text()
+
+
+def test_the_flush_test_without_0006_leaks_the_preempt_count_and_its_reports_are_counted() -> None:
+    r = dict(parse.debug(DEBUG, "fixture"))
+    assert r["test.flush"] == 1 and r["failslab_failures"] == 127
+    assert r["flush.objects"] == 20000 and r["flush.preempt_leak"] == 256
+    assert r["flush.migrate_leak"] == 0
+    assert r["report.sleep_in_atomic"] == 1 and r["report.scheduling_while_atomic"] == 1
+    assert r["report.info"] == 2 and r["pw_assert_warnings"] == 0
+
+
+def test_only_the_four_converted_assertions_count_as_sheaf_warnings() -> None:
+    """Both WARNING formats (7.2.13's and the older "CPU: n PID: n at" one) name the function;
+    another WARNING in mm/slub.c is not one of v4's assertions."""
+    lines = ("WARNING: ../src/mm/slub.c:4641 at __pcs_replace_empty_main+0x3cf/0x4c0, CPU#1: sh/1\n"
+             "WARNING: CPU: 0 PID: 0 at mm/slub.c:2905 sheaf_try_flush_main+0x1b/0x2d0\n"
+             "WARNING: ../src/mm/slub.c:3100 at kmem_cache_free+0x2e/0x4c0, CPU#0: sh/1\n")
+    r = dict(parse.debug(DEBUG.replace("== report\n", "== report\n" + lines), "fixture"))
+    assert r["report.warning"] == 3 and r["pw_assert_warnings"] == 2
+    with pytest.raises(StageError, match="no '== report' section"):
+        parse.debug(DEBUG.replace("== report\n", "").replace("== end report\n", ""), "fixture")
