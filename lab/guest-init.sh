@@ -21,8 +21,8 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 kbout /tmp/out
 	echo "cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 	echo "mem_kb=$(sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\).*/\1/p' /proc/meminfo)"
 	echo "numa_nodes=$(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)"
-	# the WARNINGs of the boot, counted even when the log has lost them (a kernel without
-	# CONFIG_BUG prints and counts no WARN())
+	# the WARNINGs of the boot and of init's set-up above, counted even when the log has lost
+	# them (a kernel without CONFIG_BUG prints and counts no WARN())
 	echo "boot_warn_count=$(cat /sys/kernel/warn_count 2>/dev/null)"
 } > /tmp/out/guest-info.txt
 
