@@ -8,6 +8,10 @@ PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 mount -t proc proc /proc
 mount -t sysfs sys /sys
+# the WARNINGs of the boot itself, read before init runs any program (a shell builtin): counted
+# even when the log has lost them; a kernel without CONFIG_BUG prints and counts no WARN()
+boot_warn_count=
+[ -r /sys/kernel/warn_count ] && read -r boot_warn_count < /sys/kernel/warn_count
 mount -t devtmpfs dev /dev 2>/dev/null
 mount -t tmpfs run /run
 mkdir -p /tmp/out /tmp/work
@@ -21,9 +25,7 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 kbout /tmp/out
 	echo "cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 	echo "mem_kb=$(sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\).*/\1/p' /proc/meminfo)"
 	echo "numa_nodes=$(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)"
-	# the WARNINGs of the boot and of init's set-up above, counted even when the log has lost
-	# them (a kernel without CONFIG_BUG prints and counts no WARN())
-	echo "boot_warn_count=$(cat /sys/kernel/warn_count 2>/dev/null)"
+	echo "boot_warn_count=$boot_warn_count"
 } > /tmp/out/guest-info.txt
 
 rc=0

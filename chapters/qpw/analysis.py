@@ -254,8 +254,9 @@ def lockdep_table(chosen: Chosen) -> pd.DataFrame:
     """syzbot's report before and after (:data:`LOCKDEP`): per kernel, whether it was built with
     ``CONFIG_BUG``, the WARNINGs in SLUB's sheaf paths among the report lines kept in the kernel
     log, every report line, and ``/sys/kernel/warn_count`` (with ``CONFIG_BUG`` every WARN()
-    since boot, which a wrapped log buffer does not lose; without it no WARN() at all) after
-    init's set-up (``warn_boot``, the guest's ``boot_warn_count``), just before the test's commands
+    since boot, which a wrapped log buffer does not lose; without it no WARN() at all) at the
+    end of the boot (``warn_boot``, the guest's ``boot_warn_count``, read before init runs a
+    program), just before the test's commands
     (``warn_before``) and just after them, and lockdep's ``debug_locks`` at the end of the test
     (1: still checking); runs made before the guest read them lack all but ``warn_count``."""
     rows = []

@@ -15,8 +15,8 @@
 # console, where the pipeline would fail the boot on them); /sys/kernel/warn_count counts
 # every WARNING even when the log buffer has wrapped (warn_before= just before the test's
 # commands, warn_count= just after them, before the log is read); the report sections read one
-# snapshot of the log taken after that, so on a kernel that keeps warning they hold the
-# warnings of these last reads; debug_locks= (lockdep kernels) is lockdep's own switch at the
+# snapshot of the log taken after that (kept as debug-log.txt), so on a kernel that keeps
+# warning they hold the warnings of these last reads; debug_locks= (lockdep kernels) is lockdep's own switch at the
 # end of the test.
 # Stdout: "== environment", "== exercise" (the module's line, failslab's failures),
 # "== report" (every report header line of the log), "== first" (the first report, for the
@@ -70,7 +70,9 @@ irq)
 	;;
 esac
 echo "warn_count=$(cat /sys/kernel/warn_count)"
+# the one read of the log the report sections come from, kept with the boot's output
 dmesg > $W/log
+cp $W/log /tmp/out/debug-log.txt || fail "cannot copy the log snapshot to /tmp/out"
 sed -n 's/.*pw_exercise: \(test=.*\)/\1/p' $W/log
 # lockdep's own switch at the end: 0 once a report turned it off, so a quiet lockdep kernel
 # with debug_locks=1 was checking to the end of the test
