@@ -265,13 +265,12 @@ def lockdep_table(chosen: Chosen) -> pd.DataFrame:
         if b.empty:
             continue
         kinds = b[b.index.str.startswith("report.")]
-        guest = chosen[variant].manifest["variants"][variant]["guest"]
-        rows.append({"kernel": label, "variant": variant,
-                     "tree": chosen[variant].manifest["variants"][variant]["tree"],
+        booted = chosen[variant].manifest["variants"][variant]
+        rows.append({"kernel": label, "variant": variant, "tree": booted["tree"],
                      "CONFIG_BUG": can_warn(chosen, variant),
                      "sheaf_warnings": b["pw_assert_warnings"],
                      "report_lines": kinds.sum(),
-                     "warn_boot": float(guest.get("boot_warn_count") or "nan"),
+                     "warn_boot": float(booted["guest"].get("boot_warn_count") or "nan"),
                      "warn_before": b.get("warn_before", float("nan")),
                      "warn_count": b["warn_count"],
                      "debug_locks": b.get("debug_locks", float("nan"))})
@@ -498,7 +497,8 @@ def _lockdep_rows(chosen: Chosen) -> list[dict]:
     if len(table) < len(LOCKDEP):
         return []
     by = table.set_index("kernel")
-    before, after = by.loc["v4 as posted", "sheaf_warnings"], by.loc["with 0005", "sheaf_warnings"]
+    v4, fixed = by.loc["v4 as posted"], by.loc["with 0005"]
+    before, after = v4["sheaf_warnings"], fixed["sheaf_warnings"]
     cited = "syzbot's report (a warning at boot, no number)"
     row = "PWLOCKS=n, CONFIG_PROVE_LOCKING, clang"
     if not table["CONFIG_BUG"].all():
@@ -508,12 +508,11 @@ def _lockdep_rows(chosen: Chosen) -> list[dict]:
             f"{quiet}: built without CONFIG_BUG, so WARN_ON() prints nothing and syzbot's "
             "report cannot show; run the lockdep variants again (chapters/qpw/configs/"
             "qpw-lockdep.config sets CONFIG_BUG=y)")
-    fixed = by.loc["with 0005"]
     quiet = after == 0 and fixed["warn_count"] == 0 and fixed["debug_locks"] == 1
     return [
         _row("qpw-lockdep-v4", table="lockdep", row=row,
              column="check: v4 as posted warns in SLUB's sheaf paths (the report reproduced)",
-             cited=cited, ours=_lockdep_ours(by.loc["v4 as posted"]),
+             cited=cited, ours=_lockdep_ours(v4),
              verdict=verdicts.check(
                  before > 0, f"v4 as posted warned in SLUB's sheaf paths ({before} of the "
                  "report lines its kernel log kept)" if before else
@@ -522,7 +521,7 @@ def _lockdep_rows(chosen: Chosen) -> list[dict]:
              measured=[chosen[LOCKDEP["v4 as posted"]]]),
         _row("qpw-lockdep-syzbot", table="lockdep", row=row,
              column="check: with 0005, no warning since boot and lockdep on to the end",
-             cited=cited, ours=_lockdep_ours(by.loc["with 0005"]),
+             cited=cited, ours=_lockdep_ours(fixed),
              verdict=verdicts.check(
                  quiet, "with the fix, no WARNING at all since boot and lockdep still on at the "
                  "end, under the configuration in which v4 warned" if quiet else
