@@ -49,27 +49,35 @@ environment() {
 	done
 	want=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^pwlocks=//p')
 	echo "pwlocks=${want:--1}"
-	# the boot's own lines below are gone once the log has wrapped (a kernel that warns at
-	# every slab refill): then the model is unknown and pwlocks= cannot be checked
-	dmesg | head -n 1 | grep -q '^\[ *0\.000000\]' && from_boot=1 || from_boot=0
+	# one read of the log for every fact below. The boot's own lines are gone once the log has
+	# wrapped (a kernel that warns at every slab refill): then the model is unknown and
+	# pwlocks= cannot be checked
+	dmesg > $W/environment-log
+	head -n 1 $W/environment-log | grep -q '^\[ *0\.000000\]' && from_boot=1 || from_boot=0
 	[ -n "$want" ] && [ $from_boot = 0 ] &&
 		fail "the kernel log wrapped before pwlocks=$want could be checked"
-	dmesg | grep -q "PWLOCKS: invalid pwlocks parameter" &&
+	grep -q "PWLOCKS: invalid pwlocks parameter" $W/environment-log &&
 		fail "the kernel rejected pwlocks=$want (it takes 0 or 1)"
 	if [ -n "$want" ] && ! echo "$config" | grep -q '^CONFIG_PWLOCKS=y'; then
 		fail "pwlocks=$want on the command line of a kernel without CONFIG_PWLOCKS"
 	fi
 	# "Dynamic Preempt: <model>" (PREEMPT_DYNAMIC kernels only)
-	model=$(dmesg | sed -n 's/.*Dynamic Preempt: \([a-z]*\).*/\1/p' | tail -n 1)
+	model=$(sed -n 's/.*Dynamic Preempt: \([a-z]*\).*/\1/p' $W/environment-log | tail -n 1)
 	[ $from_boot = 1 ] || model=unknown
 	echo "preempt_model=${model:-none}"
-	echo "tsc_khz=$(dmesg | sed -n 's/.*tsc: Refined TSC clocksource calibration: \([0-9]*\)\.\([0-9]\{3\}\) MHz.*/\1\2/p;s/.*tsc: Detected \([0-9]*\)\.\([0-9]\{3\}\) MHz processor.*/\1\2/p' | tail -n 1)"
+	# the refined calibration when the kernel did one, else the detected frequency (MHz with
+	# three decimals, printed as kHz)
+	mhz='\([0-9]*\)\.\([0-9]\{3\}\) MHz'
+	khz=$(sed -n -e "s/.*tsc: Refined TSC clocksource calibration: $mhz.*/\\1\\2/p" \
+		-e "s/.*tsc: Detected $mhz processor.*/\\1\\2/p" $W/environment-log | tail -n 1)
+	echo "tsc_khz=$khz"
 	echo "isolated=$(cat /sys/devices/system/cpu/isolated)"
 	echo "== end environment"
 }
 
 # warnings_since <line>: kernel log lines after line <line> that would make a result unusable
 warnings_since() {
-	dmesg | tail -n +"$(($1 + 1))" |
-		grep -E 'WARNING:|BUG:|Oops|rcu: INFO: .* stall|self-detected stall|page allocation failure|scheduling while atomic|Call Trace:'
+	bad='WARNING:|BUG:|Oops|rcu: INFO: .* stall|self-detected stall'
+	bad="$bad|page allocation failure|scheduling while atomic|Call Trace:"
+	dmesg | tail -n +"$(($1 + 1))" | grep -E "$bad"
 }

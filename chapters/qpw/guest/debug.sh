@@ -16,8 +16,8 @@
 # every WARNING even when the log buffer has wrapped (warn_before= just before the test's
 # commands, warn_count= just after them, before the log is read); the report sections read one
 # snapshot of the log taken after that (kept as debug-log.txt), so on a kernel that keeps
-# warning they hold the warnings of these last reads; debug_locks= (lockdep kernels) is lockdep's own switch at the
-# end of the test.
+# warning they hold the warnings of these last reads; debug_locks= (lockdep kernels) is
+# lockdep's own switch at the end of the test.
 # Stdout: "== environment", "== exercise" (the module's line, failslab's failures),
 # "== report" (every report header line of the log), "== first" (the first report, for the
 # book), then end=ok (chapters/qpw/parse.py).
