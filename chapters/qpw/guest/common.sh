@@ -75,9 +75,25 @@ environment() {
 	echo "== end environment"
 }
 
-# warnings_since <line>: kernel log lines after line <line> that would make a result unusable
-warnings_since() {
+# mark <name>: a line in the kernel log that since() finds again (KERN_DEBUG, so it stays off
+# the console). A mark rather than a count of lines: once the log has wrapped, a count no
+# longer says where a load began.
+mark() {
+	echo "<7>kb-mark $1" > /dev/kmsg || fail "cannot write mark $1 to /dev/kmsg"
+}
+
+# since <name>: the kernel log after mark <name>, into $W/since, from one read of the log. A
+# mark the log no longer holds fails the boot, so no warning after it can go unseen.
+since() {
+	dmesg > $W/log-now
+	grep -q " kb-mark $1\$" $W/log-now ||
+		fail "mark $1 is not in the kernel log (it wrapped past it, or /dev/kmsg dropped it)"
+	sed -n "/ kb-mark $1\$/,\$p" $W/log-now | tail -n +2 > $W/since
+}
+
+# warnings_in <file>: its kernel log lines that would make a result unusable
+warnings_in() {
 	bad='WARNING:|BUG:|Oops|rcu: INFO: .* stall|self-detected stall'
 	bad="$bad|page allocation failure|scheduling while atomic|Call Trace:"
-	dmesg | tail -n +"$(($1 + 1))" | grep -E "$bad"
+	grep -E "$bad" "$1"
 }

@@ -51,7 +51,7 @@ echo "lru_probe=1"
 
 mkdir -p $W/shm
 mount -t tmpfs -o size=64m victim $W/shm || fail "mount tmpfs for the victim's file"
-before=$(dmesg | wc -l)
+mark rounds
 echo 1 > $T/tracing_on
 $BIN/drainvictim 1 0 "${ROUNDS:-20}" $W/shm "${PAUSE_MS:-0}" > $W/victim.out 2> $W/victim.err
 rc=$?
@@ -60,7 +60,8 @@ echo "== victim"
 cat $W/victim.out
 echo "== end victim"
 [ "$rc" -eq 0 ] || fail "drainvictim exited $rc: $(tail -n 3 $W/victim.err | tr '\n' '|')"
-bad=$(warnings_since "$before")
+since rounds
+bad=$(warnings_in $W/since)
 [ -z "$bad" ] || fail "kernel warning during the rounds: $(echo "$bad" | head -n 1)"
 grep -q 'overrun: [1-9]' $T/per_cpu/cpu*/stats && fail "the trace buffer overran"
 echo "== trace"

@@ -20,13 +20,14 @@ environment
 echo "== kmalloc"
 n=1
 while [ "$n" -le "$LOADS" ]; do
-	before=$(dmesg | wc -l)
+	mark "load-$n"
 	taskset -c 0 insmod $BIN/kmalloc_bench.ko 2> $W/insmod.err ||
 		fail "insmod kmalloc_bench.ko (load $n): $(tr '\n' '|' < $W/insmod.err)"
 	rmmod kmalloc_bench || fail "rmmod kmalloc_bench (load $n)"
-	line=$(dmesg | tail -n +"$((before + 1))" | sed -n 's/.*kmalloc_bench: \(size=.*\)/\1/p')
+	since "load-$n"
+	line=$(sed -n 's/.*kmalloc_bench: \(size=.*\)/\1/p' $W/since)
 	[ -n "$line" ] || fail "load $n printed no kmalloc_bench: result line"
-	bad=$(warnings_since "$before")
+	bad=$(warnings_in $W/since)
 	case "$bad" in
 	"") case "$line" in
 		*" failed=0") echo "load=$n $line" ;;
@@ -34,7 +35,7 @@ while [ "$n" -le "$LOADS" ]; do
 		esac ;;
 	*"stall"*|*"page allocation failure"*)
 		echo "load=$n discarded=$(echo "$bad" | head -n 1 | tr ' =' '__')" ;;
-	*) dmesg | tail -n 40 >&2
+	*) tail -n 40 $W/since >&2
 	   fail "kernel warning during load $n: $(echo "$bad" | head -n 1)" ;;
 	esac
 	n=$((n + 1))
