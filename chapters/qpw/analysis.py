@@ -290,9 +290,11 @@ def build_errors(chosen: Chosen) -> list[str]:
 
 def debug_table(chosen: Chosen) -> pd.DataFrame:
     """One row per debug kernel boot (``debug-*`` variants): its test, model, tree and
-    ``pwlocks=``, the exercise's numbers, and the count of each kind of report the kernel's
-    checks raised (``report.<kind>``, :data:`parse.REPORT_KINDS`; kinds absent from every
-    boot are left out)."""
+    ``pwlocks=``, whether the kernel can print a WARN() (:func:`can_warn`), the exercise's
+    numbers, ``/sys/kernel/warn_count`` just before and just after the test's commands and
+    lockdep's ``debug_locks`` after them (runs made before debug.sh read them lack the first
+    and last), and the count of each kind of report the kernel log kept (``report.<kind>``,
+    :data:`parse.REPORT_KINDS`; kinds absent from every boot are left out)."""
     rows = []
     for variant in sorted(v for v in chosen if v.startswith("debug-")):
         b = debug_boot(chosen, variant)
@@ -303,9 +305,11 @@ def debug_table(chosen: Chosen) -> pd.DataFrame:
                      "model": "RT" if b["CONFIG_PREEMPT_RT"] else "DYN",
                      "tree": chosen[variant].manifest["variants"][variant]["tree"],
                      "pwlocks": int(b["pwlocks"]),
+                     "CONFIG_BUG": can_warn(chosen, variant),
                      **{k: b[k] for k in ("initrd_kb", "flush.objects", "failslab_failures",
                                           "flush.preempt_leak", "flush.migrate_leak",
-                                          "irq.objects", "irq.freed_in_hardirq")
+                                          "irq.objects", "irq.freed_in_hardirq",
+                                          "warn_before", "warn_count", "debug_locks")
                         if k in b.index},
                      **{k.removeprefix("report."): b[k] for k in b.index
                         if k.startswith("report.")}})
