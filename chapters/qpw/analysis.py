@@ -226,11 +226,28 @@ def work_functions(chosen: Chosen) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["kernel", "function", "items", "triggers"])
 
 
-def debug_boot(chosen: Chosen, variant: str) -> pd.Series:
-    """A lockdep or debug kernel's one boot: its rows by metric (empty without a run)."""
+def debug_boot(chosen: Chosen, variant: str, rep: int = 1) -> pd.Series:
+    """One boot of a lockdep or debug kernel (pooled repetition ``rep``): its rows by metric
+    (empty without a run)."""
     rows = workload_rows(chosen, variant, DEBUG)
+    rows = rows[rows["rep"] == rep]
     return rows.set_index("metric")["value"].astype(float) if len(rows) else pd.Series(
         dtype=float)
+
+
+def debug_reps(chosen: Chosen, variant: str) -> list[int]:
+    """The pooled repetitions of a lockdep or debug kernel, one per boot."""
+    return sorted(int(r) for r in workload_rows(chosen, variant, DEBUG)["rep"].unique())
+
+
+def _raw_boot(chosen: Chosen, variant: str, rep: int) -> Path:
+    """The committed raw directory of one pooled boot, in the run it came from."""
+    run = chosen[variant]
+    rows = workload_rows(chosen, variant, DEBUG)
+    row = rows[rows["rep"] == rep].iloc[0]
+    if "run_id" not in rows.columns:  # a plain run: each rep is its own
+        return run.path / "raw" / variant / f"rep{rep}"
+    return run.path.parent / row["run_id"] / "raw" / variant / f"rep{row['run_rep']}"
 
 
 def kernel_config(chosen: Chosen, variant: str) -> dict[str, str]:
@@ -289,19 +306,19 @@ def build_errors(chosen: Chosen) -> list[str]:
 
 
 def debug_table(chosen: Chosen) -> pd.DataFrame:
-    """One row per debug kernel boot (``debug-*`` variants): its test, model, tree and
+    """One row per debug kernel boot (``debug-*`` variants, ``boot`` numbering a variant's
+    pooled boots): its test, model, tree and
     ``pwlocks=``, whether the kernel can print a WARN() (:func:`can_warn`), the exercise's
     numbers, ``/sys/kernel/warn_count`` just before and just after the test's commands and
     lockdep's ``debug_locks`` after them (runs made before debug.sh read them lack the first
     and last), and the count of each kind of report the kernel log kept (``report.<kind>``,
     :data:`parse.REPORT_KINDS`; kinds absent from every boot are left out)."""
     rows = []
-    for variant in sorted(v for v in chosen if v.startswith("debug-")):
-        b = debug_boot(chosen, variant)
-        if b.empty:
-            continue
+    for variant, rep in ((v, r) for v in sorted(v for v in chosen if v.startswith("debug-"))
+                         for r in debug_reps(chosen, v)):
+        b = debug_boot(chosen, variant, rep)
         test = next(k.removeprefix("test.") for k in b.index if k.startswith("test."))
-        rows.append({"variant": variant, "test": test,
+        rows.append({"variant": variant, "boot": rep, "test": test,
                      "model": "RT" if b["CONFIG_PREEMPT_RT"] else "DYN",
                      "tree": chosen[variant].manifest["variants"][variant]["tree"],
                      "pwlocks": int(b["pwlocks"]),
@@ -320,23 +337,23 @@ def debug_table(chosen: Chosen) -> pd.DataFrame:
     return table.drop(columns=[k for k in kinds if not table[k].fillna(0).any()])
 
 
-def _debug_section(chosen: Chosen, variant: str, name: str) -> list[str]:
+def _debug_section(chosen: Chosen, variant: str, name: str, rep: int) -> list[str]:
     """The lines of section ``name`` of a debug boot's ``debug.sh`` output, as the run kept it."""
-    path = chosen[variant].path / "raw" / variant / "rep1" / "debug.out.gz"
+    path = _raw_boot(chosen, variant, rep) / "debug.out.gz"
     lines = gzip.decompress(path.read_bytes()).decode().splitlines()
     return lines[lines.index(f"== {name}") + 1:lines.index(f"== end {name}")]
 
 
-def debug_first_report(chosen: Chosen, variant: str) -> list[str]:
+def debug_first_report(chosen: Chosen, variant: str, rep: int = 1) -> list[str]:
     """The first report a debug boot's kernel log kept, with the lines around it (``debug.sh``'s
     ``== first`` section, kernel log timestamps included)."""
-    return _debug_section(chosen, variant, "first")
+    return _debug_section(chosen, variant, "first", rep)
 
 
-def debug_report_lines(chosen: Chosen, variant: str) -> list[str]:
+def debug_report_lines(chosen: Chosen, variant: str, rep: int = 1) -> list[str]:
     """Every report header line a debug boot's kernel log kept (``debug.sh``'s ``== report``
     section, timestamps stripped)."""
-    return _debug_section(chosen, variant, "report")
+    return _debug_section(chosen, variant, "report", rep)
 
 
 def _limits(chosen: Chosen, variant: str) -> str:

@@ -100,3 +100,19 @@ def test_tcg_cells_are_claims_in_tsc_ticks_judged_with_the_truncation_interval()
     implied = scorecard.cited_change(FRAME[FRAME["id"].isin(["qpw-kmalloc-rt-unpatched",
                                                               "qpw-kmalloc-rt-qpw-y-1"])])
     assert round(implied.low, 1) == 1.0 and round(implied.high, 1) == 3.2
+
+
+def test_a_pooled_debug_variant_has_a_row_per_boot_and_each_boot_reads_its_own_run() -> None:
+    """debug-dyn-init pools one boot of run 20261126T124405Z-auto (no report) with five of
+    20261126T125045Z-auto: the table has a row per boot, and a boot's kept report comes from the
+    run and repetition it was made in, not from the newest run's rep1."""
+    chosen = runs.pooled_per_variant(runs.load_chapter_runs("qpw"))
+    table = qpw.debug_table(chosen)
+    init = table[table["variant"] == "debug-dyn-init"].set_index("boot")
+    assert list(init.index) == [1, 2, 3, 4, 5, 6]
+    assert chosen["debug-dyn-init"].run_id == "20261126T124405Z-auto + 20261126T125045Z-auto"
+    for boot in init.index:
+        first = qpw.debug_first_report(chosen, "debug-dyn-init", boot)
+        assert any("bad magic" in line for line in first) == bool(init.loc[boot, "bad_magic"])
+    assert qpw.debug_first_report(chosen, "debug-dyn-init", 1) == []
+    assert (table["CONFIG_BUG"]).all()
