@@ -36,7 +36,10 @@ SPLATS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("lockdep", re.compile(r"possible circular locking dependency|possible recursive locking"
                            r"|inconsistent lock state|suspicious RCU usage")),
     ("bug", re.compile(r"\bBUG: |kernel BUG at")),
-    ("warning", re.compile(r"WARNING: CPU: \d+ PID: \d+")),
+    # the report line of a WARN(): "WARNING: CPU: <n> PID: <pid> at <file:line>" in older
+    # kernels, "WARNING: [<file:line> ]at <function>, CPU#<n>: <comm>/<pid>" in 7.2.13
+    # (__warn() in kernel/panic.c)
+    ("warning", re.compile(r"WARNING: CPU: \d+ PID: \d+|WARNING: (?:\S+:\d+ )?at \S+, CPU#\d+")),
 )
 """Console lines that make a run invalid, by kind (checked in this order)."""
 

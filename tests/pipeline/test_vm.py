@@ -77,6 +77,10 @@ def test_real_consoles_are_classified() -> None:
     ("[  1.0] BUG: unable to handle page fault for address: 0000000000000008", "oops"),
     ("[  1.0] Oops: general protection fault, probably for non-canonical address", "oops"),
     ("[  1.0] WARNING: CPU: 0 PID: 1 at kernel/sched/core.c:123 foo+0x1/0x2", "warning"),
+    ("[  9.1] WARNING: ../src/kernel/sched/core.c:6010 at preempt_count_add+0x93/0xc0, CPU#0: "
+     "insmod/117", "warning"),
+    ("[  9.1] WARNING: at foo+0x1/0x2, CPU#1: swapper/1/0", "warning"),
+    ("[  9.1] Spectre V2 : WARNING: Unprivileged eBPF is enabled", None),
     ("[  1.0] BUG: sleeping function called from invalid context at mm/slub.c:1", "bug"),
     ("[  1.0] sysrq: Resetting", None),
 ])
