@@ -344,6 +344,13 @@ def _debug_section(chosen: Chosen, variant: str, name: str, rep: int) -> list[st
     return lines[lines.index(f"== {name}") + 1:lines.index(f"== end {name}")]
 
 
+def debug_log(chosen: Chosen, variant: str, rep: int = 1) -> list[str]:
+    """A debug boot's kernel log as ``debug.sh`` read it once after the test (``debug-log.txt``,
+    kernel log timestamps included)."""
+    path = _raw_boot(chosen, variant, rep) / "debug-log.txt.gz"
+    return gzip.decompress(path.read_bytes()).decode().splitlines()
+
+
 def debug_first_report(chosen: Chosen, variant: str, rep: int = 1) -> list[str]:
     """The first report a debug boot's kernel log kept, with the lines around it (``debug.sh``'s
     ``== first`` section, kernel log timestamps included)."""

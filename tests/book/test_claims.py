@@ -135,9 +135,6 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
     ("qpw.md", "3/4 drops the static initialisers of the LRU batches' locks"): ("not ours", CODE),
     ("qpw.md", "On `PREEMPT_RT` the boot with the default unpack reported"):
         ("asserted", "notebooks/qpw.md", "qpw-init-rt-wait-lock"),
-    ("qpw.md", "At 256 (`SOFTIRQ_OFFSET`) the task no longer counts"):
-        ("not ours", "our reading of the code, marked as such; the leak and the failures are "
-                     "glued and asserted (qpw-flush-leak)"),
     ("qpw.md", "so remote work fits better than extra work on every system call"):
         ("not ours", AUTHOR),
     ("sched-ext.md", "this is the fallback for the cases the cheaper hooks cannot cover"):
