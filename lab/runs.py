@@ -167,6 +167,29 @@ CLOCK_COLUMNS = ["rep", "run_id", "run_rep", "window_start", "boot_clocksource",
 fields (``switches`` joined with ", "), then its flags joined with "; "."""
 
 
+@dataclass(frozen=True)
+class Boot:
+    """One boot of a plain or pooled run: its (pooled) repetition, the run and repetition it was
+    made in, and that run's committed raw directory of it."""
+    rep: int
+    run_id: str
+    run_rep: int
+    raw: Path
+
+
+def boots(run: Run, variant: str) -> list[Boot]:
+    """Every boot of ``variant`` in ``run``, in repetition order. A pooled run's boots keep their
+    raw files in the runs they came from (``run_id``, ``run_rep``), so anything read from raw
+    output must go through here rather than through ``run.path``."""
+    rows = run.results[run.results["variant"] == variant]
+    if "run_id" not in rows.columns:  # a plain run: each rep is its own
+        rows = rows.assign(run_id=run.run_id, run_rep=rows["rep"])
+    reps = rows[["rep", "run_id", "run_rep"]].drop_duplicates().sort_values("rep")
+    return [Boot(int(rep), run_id, int(run_rep),
+                 run.path.parent / run_id / "raw" / variant / f"rep{run_rep}")
+            for rep, run_id, run_rep in reps.itertuples(index=False)]
+
+
 def clock_health(run: Run, variant: str) -> pd.DataFrame:
     """One row per boot of ``variant`` in ``run`` (plain or pooled): what its serial console
     says about the guest's clock while the workloads ran (:mod:`lab.parse.clock`).
@@ -175,22 +198,18 @@ def clock_health(run: Run, variant: str) -> pd.DataFrame:
     from, so every committed run has these flags without being re-parsed or rewritten. A judge
     can then set aside or mark the timings of a boot whose clock was in doubt.
     """
-    rows = run.results[run.results["variant"] == variant]
-    if "run_id" not in rows.columns:  # a plain run: each rep is its own
-        rows = rows.assign(run_id=run.run_id, run_rep=rows["rep"])
-    boots = rows[["rep", "run_id", "run_rep"]].drop_duplicates().sort_values("rep")
     records = []
-    for rep, run_id, run_rep in boots.itertuples(index=False):
-        path = run.path.parent / run_id / "raw" / variant / f"rep{run_rep}" / "console.log.gz"
+    for boot in boots(run, variant):
+        path = boot.raw / "console.log.gz"
         if not path.is_file():
             raise RunDataError(f"{path}: missing, so the clock of {run.chapter} {variant} rep "
-                               f"{rep} cannot be checked. Fix: restore it from git (git "
+                               f"{boot.rep} cannot be checked. Fix: restore it from git (git "
                                "checkout -- data/runs).")
         health = parse_console(gzip.decompress(path.read_bytes()).decode(errors="replace"),
                                str(path))
         fields = asdict(health) | {"switches": ", ".join(health.switches)}
-        records.append({"rep": int(rep), "run_id": run_id, "run_rep": int(run_rep), **fields,
-                        "flags": "; ".join(health.flags())})
+        records.append({"rep": boot.rep, "run_id": boot.run_id, "run_rep": boot.run_rep,
+                        **fields, "flags": "; ".join(health.flags())})
     return pd.DataFrame(records, columns=CLOCK_COLUMNS)
 
 

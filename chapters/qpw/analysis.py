@@ -242,12 +242,7 @@ def debug_reps(chosen: Chosen, variant: str) -> list[int]:
 
 def _raw_boot(chosen: Chosen, variant: str, rep: int) -> Path:
     """The committed raw directory of one pooled boot, in the run it came from."""
-    run = chosen[variant]
-    rows = workload_rows(chosen, variant, DEBUG)
-    row = rows[rows["rep"] == rep].iloc[0]
-    if "run_id" not in rows.columns:  # a plain run: each rep is its own
-        return run.path / "raw" / variant / f"rep{rep}"
-    return run.path.parent / row["run_id"] / "raw" / variant / f"rep{row['run_rep']}"
+    return next(b.raw for b in runs.boots(chosen[variant], variant) if b.rep == rep)
 
 
 def kernel_config(chosen: Chosen, variant: str) -> dict[str, str]:
@@ -621,18 +616,13 @@ outside every round)."""
 def isolation_outputs(chosen: Chosen, variant: str) -> list[tuple[int, Path]]:
     """(pooled repetition, path of the committed ``isolation.out.gz``) of each boot of an
     isolation variant, in the run directory its rows came from."""
-    rows = workload_rows(chosen, variant, ISOLATION)
-    if "run_id" not in rows.columns:
-        rows = rows.assign(run_id=chosen[variant].run_id, run_rep=rows["rep"])
-    boots = rows[["rep", "run_id", "run_rep"]].drop_duplicates().sort_values("rep")
-    base = chosen[variant].path.parent
     found = []
-    for rep, run_id, run_rep in boots.itertuples(index=False):
-        path = base / run_id / "raw" / variant / f"rep{run_rep}" / ISOLATION_OUTPUT
+    for boot in runs.boots(chosen[variant], variant):
+        path = boot.raw / ISOLATION_OUTPUT
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: missing, so the trace of {variant} rep {rep} "
+            raise FileNotFoundError(f"{path}: missing, so the trace of {variant} rep {boot.rep} "
                                     "cannot be read. Fix: git checkout -- data/runs")
-        found.append((int(rep), path))
+        found.append((boot.rep, path))
     return found
 
 
