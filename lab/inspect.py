@@ -12,6 +12,7 @@ functions to look for come from the series itself (every function a patch makes
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,35 +200,111 @@ def evidence(nm_text: str, listings: dict[str, str], functions: list[str]) -> di
 _ABSOLUTE = re.compile(r"\b[0-9a-f]{8,16} (<[^>]+>)")
 
 
-def listing(insns: list[Insn]) -> list[str]:
+@dataclass(frozen=True)
+class StaticBranch:
+    """One ``static_branch_*()`` site from the image's jump table: the 2- or 5-byte NOP or
+    ``jmp`` at ``code`` that the kernel rewrites when ``key`` flips, the ``target`` it then
+    jumps to, and which state of the key makes it a jump (``jumps_when_on``: the entry's
+    branch bit clear, as for ``static_branch_unlikely()`` on a key that is off by default)."""
+
+    code: int
+    target: int
+    key: str
+    jumps_when_on: bool
+
+
+_HEXDUMP = re.compile(r"^ ([0-9a-f]{16}) ((?:[0-9a-f]{2,8} ?){1,4})")
+JUMP_ENTRY_BYTES = 16
+"""x86-64's ``struct jump_entry`` with relative references: ``s32 code``, ``s32 target``,
+``long key``, each an offset from its own field (include/linux/jump_label.h); the key's two
+low bits are flags, bit 0 the branch direction."""
+
+
+def static_branches(hexdump: str, addrs: dict[str, int]) -> dict[int, StaticBranch]:
+    """The jump table from ``objdump -s`` between ``__start___jump_table`` and
+    ``__stop___jump_table`` (x86-64), by code address. Listings show a disabled site as a NOP
+    and nothing says where it would go: this is where a reader learns what ``pwlocks=1`` or a
+    tracepoint turns on. Each key is named by the symbol it lies in (``__tracepoint_kfree+0x8``:
+    the key inside a tracepoint)."""
+    data = bytearray()
+    start = None
+    for line in hexdump.splitlines():
+        if m := _HEXDUMP.match(line):
+            if start is None:
+                start = int(m[1], 16)
+            elif int(m[1], 16) != start + len(data):
+                raise StageError("inspect: the jump table dump has a gap at "
+                                 f"{m[1]}; was it read with objdump -s?")
+            data += bytes.fromhex(m[2].replace(" ", ""))
+    if start is None or len(data) % JUMP_ENTRY_BYTES:
+        raise StageError(f"inspect: a jump table of {len(data)} bytes is not whole "
+                         f"{JUMP_ENTRY_BYTES}-byte entries; is this an x86-64 vmlinux?")
+    named = sorted((a, n) for n, a in addrs.items())
+    out: dict[int, StaticBranch] = {}
+    for at in range(start, start + len(data), JUMP_ENTRY_BYTES):
+        raw = data[at - start:at - start + JUMP_ENTRY_BYTES]
+        code, target = (int.from_bytes(raw[k:k + 4], "little", signed=True) for k in (0, 4))
+        key = int.from_bytes(raw[8:16], "little", signed=True)
+        out[(at + code) % 2**64] = StaticBranch(
+            (at + code) % 2**64, (at + 4 + target) % 2**64,
+            _name((at + 8 + (key & ~3)) % 2**64, named), not key & 1)
+    return out
+
+
+def _name(address: int, named: list[tuple[int, str]]) -> str:
+    """``symbol`` or ``symbol+0xoff`` for the nearest symbol at or below ``address``."""
+    k = bisect.bisect_right(named, (address, chr(0x10FFFF))) - 1
+    if k < 0:
+        return f"{address:#x}"
+    base, name = named[k]
+    return name if base == address else f"{name}+{address - base:#x}"
+
+
+def listing(insns: list[Insn], branches: dict[int, StaticBranch] | None = None) -> list[str]:
     """A function's instructions as text that compares across kernels: each line is the offset
     from the function's start, the mnemonic and the operands, with the absolute address before
-    a ``<symbol+offset>`` dropped (it moves whenever anything earlier in the image grows)."""
+    a ``<symbol+offset>`` dropped (it moves whenever anything earlier in the image grows).
+    A static-branch site carries a comment naming its key and where it jumps (an offset in
+    the function, or ``<symbol+offset>`` outside it) and whether the key on or off makes it a
+    jump."""
     if not insns:
         return []
-    start = insns[0].address
-    return [f"{i.address - start:5x}: {i.mnemonic} {_ABSOLUTE.sub(_symbol, i.operands)}".rstrip()
-            for i in insns]
+    start, end = insns[0].address, insns[-1].address
+    lines = []
+    for i in insns:
+        line = f"{i.address - start:5x}: {i.mnemonic} {_ABSOLUTE.sub(_symbol, i.operands)}".rstrip()
+        if branches and (b := branches.get(i.address)):
+            where = (f"+{b.target - start:#x}" if start <= b.target <= end
+                     else f"outside, {b.target - i.address:+#x}")
+            line += (f"  # static branch {b.key}: jmp {where} when "
+                     f"{'on' if b.jumps_when_on else 'off'}")
+        lines.append(line)
+    return lines
 
 
 def _symbol(m: re.Match[str]) -> str:
     return m[1]
 
 
-def listings(nm_text: str, objdump: dict[str, str]) -> tuple[str, dict[str, Any]]:
+def listings(nm_text: str, objdump: dict[str, str],
+             branches: dict[int, StaticBranch] | None = None) -> tuple[str, dict[str, Any]]:
     """Listings of the functions a chapter names (``inspect: listings``), each from its own
-    ``objdump --disassemble=<name>`` text: the listing file (``== name`` then its lines, per
-    function; a function with no out-of-line copy is listed as inlined) and, for the manifest,
-    each function's instruction and byte counts or ``inlined``."""
+    ``objdump --disassemble=<name>`` text, with their static-branch sites annotated
+    (:func:`static_branches`): the listing file (``== name`` then its lines, per function; a
+    function with no out-of-line copy is listed as inlined) and, for the manifest, each
+    function's instruction and byte counts and static-branch sites, or ``inlined``."""
     syms = symbols(nm_text)
     text: list[str] = []
     summary: dict[str, Any] = {}
     for name, dump in objdump.items():
         if name not in syms:
-            text.append(f"== {name}: inlined (no symbol of its own)")
-            summary[name] = "inlined"
+            text.append(f"== {name}: no symbol of its own (inlined, or not in this kernel)")
+            summary[name] = "no symbol"
             continue
-        lines = listing(disassembly(dump))
+        insns = disassembly(dump)
+        lines = listing(insns, branches)
         text += [f"== {name}: {len(lines)} instructions, {syms[name]} bytes", *lines]
         summary[name] = {"instructions": len(lines), "bytes": syms[name]}
+        if branches is not None:
+            summary[name]["static_branches"] = sum(i.address in branches for i in insns)
     return "".join(f"{line}\n" for line in text), summary

@@ -203,9 +203,16 @@ def cmd_inspect(a: argparse.Namespace) -> None:
         if wanted.get("listings"):
             # the listing itself is raw output of the run (publish keeps it per build); the
             # manifest records each function's size
+            # static-branch sites: the jump table lies between two linker symbols, which a
+            # kernel without CONFIG_JUMP_LABEL does not have (its branches are plain tests)
+            addrs = inspect.addresses(nm)
+            start, stop = (addrs.get(f"__{e}___jump_table", 0) for e in ("start", "stop"))
+            branches = inspect.static_branches(tool(
+                "objdump", "-s", f"--start-address={start:#x}", f"--stop-address={stop:#x}",
+                f"{build.BUILD}/vmlinux"), addrs) if start < stop else {}
             text, summary = inspect.listings(nm, {
                 fn: tool("objdump", "-d", "--no-show-raw-insn", f"--disassemble={fn}",
-                         f"{build.BUILD}/vmlinux") for fn in wanted["listings"]})
+                         f"{build.BUILD}/vmlinux") for fn in wanted["listings"]}, branches)
             listing_file = Path(a.out).with_suffix(".s")
             listing_file.write_text(text)
             stamp["listing"] = str(listing_file)

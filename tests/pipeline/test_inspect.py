@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from lab import inspect
+from lab.command import StageError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TARGETS = ["irq_work_queue", "irq_work_queue_on"]
@@ -58,6 +61,46 @@ def test_a_listing_compares_across_images_whatever_the_addresses() -> None:
     assert one == other
     assert one.splitlines() == ["== free_to_pcs: 4 instructions, 16 bytes", "    0: push %rbx",
                                 "    1: nopl 0x0(%rax,%rax,1)", "    6: call <migrate_disable+0x4>",
-                                "    b: ret", "== alloc_from_pcs: inlined (no symbol of its own)"]
+                                "    b: ret", "== alloc_from_pcs: no symbol of its own (inlined, or not in this kernel)"]
     assert summary == {"free_to_pcs": {"instructions": 4, "bytes": 16},
-                       "alloc_from_pcs": "inlined"}
+                       "alloc_from_pcs": "no symbol"}
+
+
+def _entry(at: int, code: int, target: int, key: int, branch: int) -> str:
+    """One x86-64 jump entry at ``at`` as ``objdump -s`` prints 16 bytes: the three fields
+    relative to their own addresses, the branch bit in the key's lowest bit."""
+    raw = ((code - at).to_bytes(4, "little", signed=True)
+           + (target - at - 4).to_bytes(4, "little", signed=True)
+           + (key - at - 8 + branch).to_bytes(8, "little", signed=True))
+    words = " ".join(raw[k:k + 4].hex() for k in range(0, 16, 4))
+    return f" {at:016x} {words}  ................\n"
+
+
+def test_static_branch_sites_name_their_key_and_where_they_jump() -> None:
+    fn, table, key = 0xFFFFFFFF81000000, 0xFFFFFFFF82000000, 0xFFFFFFFF83000010
+    addrs = {"free_to_pcs": fn, "pw_sl": key, "__tracepoint_kfree": key + 0x100}
+    dump = ("vmlinux:     file format elf64-x86-64\n\nContents of section .data:\n"
+            + _entry(table, fn + 1, fn + 11, key, 0)
+            + _entry(table + 16, fn + 6, fn - 0x40, key + 0x108, 1))
+    branches = inspect.static_branches(dump, addrs)
+    assert branches == {
+        fn + 1: inspect.StaticBranch(fn + 1, fn + 11, "pw_sl", True),
+        fn + 6: inspect.StaticBranch(fn + 6, fn - 0x40, "__tracepoint_kfree+0x8", False)}
+    nm = f"{fn:016x} 0000000000000010 t free_to_pcs\n"
+    listing = (f"{fn:016x} <free_to_pcs>:\n{fn:016x}:\tpush   %rbx\n"
+               f"{fn + 1:016x}:\tnopl   0x0(%rax,%rax,1)\n{fn + 6:016x}:\txchg   %ax,%ax\n"
+               f"{fn + 8:016x}:\tpop    %rbx\n{fn + 11:016x}:\tret\n")
+    text, summary = inspect.listings(nm, {"free_to_pcs": listing}, branches)
+    assert text.splitlines()[2:4] == [
+        "    1: nopl 0x0(%rax,%rax,1)  # static branch pw_sl: jmp +0xb when on",
+        "    6: xchg %ax,%ax  # static branch __tracepoint_kfree+0x8: jmp outside, -0x46 when off"]
+    assert summary["free_to_pcs"]["static_branches"] == 2
+
+
+def test_a_torn_jump_table_is_refused() -> None:
+    at, fn = 0xFFFFFFFF82000000, 0xFFFFFFFF81000000
+    one = _entry(at, fn, fn, fn, 0)
+    with pytest.raises(StageError, match="not whole"):
+        inspect.static_branches(one[:len(" ffffffff82000000 00000000")] + "\n", {})
+    with pytest.raises(StageError, match="gap"):
+        inspect.static_branches(one + _entry(at + 32, fn, fn, fn, 0), {})
