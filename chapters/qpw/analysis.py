@@ -83,7 +83,21 @@ def cells(cited: pd.DataFrame) -> list[Cell]:
 TRIGGER = "trigger_ns"
 """A drain request's latency as the victim program reports it, per round ``r<N>.``."""
 ISOLATED = {"unpatched": "iso-unpatched", "pwlocks=0": "iso-pw-0", "pwlocks=1": "iso-pw-1"}
-"""Isolation kernels: label -> variant (all PREEMPT_DYNAMIC, CPU 1 isolated)."""
+"""Isolation kernels: label -> variant (all PREEMPT_DYNAMIC, CPU 1 isolated), requests back
+to back."""
+SPACED = {"unpatched": "iso-unpatched-spaced", "pwlocks=0": "iso-pw-0-spaced",
+          "pwlocks=1": "iso-pw-1-spaced"}
+"""The same kernels with each request issued ``qpw.pause_ms=`` after the victim dirtied its
+page: more than the fair server's period apart."""
+NOHZ = {"pwlocks=0": "iso-nohz-pw-0", "pwlocks=1": "iso-nohz-pw-1"}
+"""A full-dynticks build with ``nohz_full=1`` besides ``isolcpus=``, requests back to back;
+``pwlocks=0`` queues the drain on CPU 1 as the unpatched kernel does."""
+PATTERNS = {"back to back": ISOLATED, "spaced": SPACED, "nohz_full": NOHZ}
+"""Each way the isolation experiment ran: pattern -> its kernels."""
+LRU_PROBE = {"lru_adds_on_victim": "folios that entered the LRU on CPU 1",
+             "lru_adds_on_other_cpu": "folios that entered the LRU on CPU 0"}
+"""The positive probe (``mm_lru_insertion`` inside a request), per drain request: CPU 1's
+batch drained by its own kworker shows on CPU 1, drained remotely on CPU 0."""
 
 PER_TRIGGER = {
     "work_on_victim": "work items started on the isolated CPU",
@@ -191,20 +205,23 @@ def cell_change(chosen: Chosen, cell: Cell, every: list[Cell], *, icount: bool =
     return stats.percent_change(base, patched)
 
 
-def isolation_per_trigger(chosen: Chosen) -> pd.DataFrame:
-    """One row per isolation boot: the kernel, and each :data:`PER_TRIGGER` count divided by
-    the boot's drain requests, with the requests' median and maximum latency in ms, and the
-    maximum latency and loop gap without the first request (``*_later_ms``), which waits for
-    the fair server in the kernels that queue work on the isolated CPU."""
+def isolation_per_trigger(chosen: Chosen, kernels: dict[str, str] = ISOLATED) -> pd.DataFrame:
+    """One row per isolation boot of ``kernels`` (:data:`PATTERNS`): the kernel, and each
+    :data:`PER_TRIGGER` and :data:`LRU_PROBE` count divided by the boot's drain requests (the
+    probe's NaN in runs without it), with the requests' median and maximum latency in ms, and
+    the maximum latency and loop gap without the first request (``*_later_ms``), which waits
+    for the fair server in the kernels that queue work on the isolated CPU."""
     rows = []
-    for label, variant in ISOLATED.items():
+    for label, variant in kernels.items():
         for rep, boot in workload_rows(chosen, variant, ISOLATION).groupby("rep"):
             m = boot.set_index("metric")["value"]
             rounds = m["rounds"]
             latency = m[[k for k in m.index if k.endswith(".trigger_ns")]] / 1e6
             gaps = m[[k for k in m.index if k.endswith(".max_gap_ns")]] / 1e6
             rows.append({"kernel": label, "rep": rep, "rounds": rounds,
+                         "pause_ms": m.get("pause_ms", 0.0),
                          **{k: m[k] / rounds for k in PER_TRIGGER},
+                         **{k: m.get(k, float("nan")) / rounds for k in LRU_PROBE},
                          "latency_median_ms": latency.median(),
                          "latency_max_ms": latency.max(),
                          "latency_max_later_ms": latency.drop(f"r0.{TRIGGER}").max(),
@@ -213,11 +230,40 @@ def isolation_per_trigger(chosen: Chosen) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def work_functions(chosen: Chosen) -> pd.DataFrame:
-    """Work items that started on the isolated CPU inside drain requests, per function and
-    kernel, summed over the boots, with the requests they came from."""
+def per_request(chosen: Chosen, variant: str, metric: str) -> pd.Series:
+    """One count or time of every drain request of every boot of an isolation variant (the
+    ``r<n>.<metric>`` rows), indexed by boot and request."""
+    res = workload_rows(chosen, variant, ISOLATION)
+    rows = res[res["metric"].str.fullmatch(rf"r\d+\.{re.escape(metric)}")]
+    return rows.set_index(["rep", "metric"])["value"]
+
+
+def isolation_patterns(chosen: Chosen) -> pd.DataFrame:
+    """One row per pattern and kernel (:data:`PATTERNS`): boots, requests per boot and the
+    pause before each, the per-request means of every count over the boots, the fewest folios
+    the probe saw enter the LRU on each CPU in any one request, and the latency of the
+    requests pooled over the boots (median, and the shortest and longest)."""
     rows = []
-    for label, variant in ISOLATED.items():
+    for pattern, kernels in PATTERNS.items():
+        boots = isolation_per_trigger(chosen, kernels)
+        for label, variant in kernels.items():
+            mine = boots[boots["kernel"] == label]
+            latency = per_request(chosen, variant, TRIGGER) / 1e6
+            rows.append({
+                "pattern": pattern, "kernel": label, "boots": len(mine),
+                "requests": mine["rounds"].iloc[0], "pause_ms": mine["pause_ms"].iloc[0],
+                **mine[[*PER_TRIGGER, *LRU_PROBE]].mean().to_dict(),
+                **{f"{k}_min": per_request(chosen, variant, k).min() for k in LRU_PROBE},
+                "latency_min_ms": latency.min(), "latency_median_ms": latency.median(),
+                "latency_max_ms": latency.max()})
+    return pd.DataFrame(rows)
+
+
+def work_functions(chosen: Chosen, kernels: dict[str, str] = ISOLATED) -> pd.DataFrame:
+    """Work items that started on the isolated CPU inside drain requests, per function and
+    kernel of ``kernels``, summed over the boots, with the requests they came from."""
+    rows = []
+    for label, variant in kernels.items():
         res = workload_rows(chosen, variant, ISOLATION)
         triggers = res.loc[res["metric"] == "rounds", "value"].sum()
         for metric, v in res[res["metric"].str.startswith("work.")].groupby("metric")["value"]:
@@ -508,6 +554,25 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
             ours=f"{by['unpatched'][metric].mean():,.2f} -> {by['pwlocks=1'][metric].mean():,.2f}"
                  f" ms; {verdict.change.describe()}",
             verdict=verdict, measured=measured))
+    if {SPACED["unpatched"], SPACED["pwlocks=1"]} <= set(chosen):
+        spaced = {k: part.set_index("rep")["latency_median_ms"] for k, part in
+                  isolation_per_trigger(chosen, SPACED).groupby("kernel")}
+        verdict = verdicts.judge_boots(
+            spaced["unpatched"], spaced["pwlocks=1"],
+            lambda c: verdicts.judge_direction(
+                c, -1, "that the requester no longer waits for a kworker behind the isolated "
+                "CPU's FIFO loop, when requests come more than a fair-server period apart",
+                _limits(chosen, SPACED["pwlocks=1"]), margin=verdicts.MARGINS["time"]),
+            flagged=tuple(runs.clock_flags(chosen[SPACED[k]], SPACED[k])
+                          for k in ("unpatched", "pwlocks=1")))
+        rows.append(_row(
+            "qpw-isolation-latency-spaced", table=ISOLATION_TABLE,
+            row="unpatched -> PWLOCKS=y, pwlocks=1, requests spaced",
+            column="mechanism: median drain request on CPU 0 per boot, requests spaced past "
+                   "the fair server's period (emulated time)", cited=NO_CITED,
+            ours=f"{spaced['unpatched'].mean():,.2f} -> {spaced['pwlocks=1'].mean():,.2f} ms; "
+                 f"{verdict.change.describe()}",
+            verdict=verdict, measured=[chosen[SPACED["unpatched"]], chosen[SPACED["pwlocks=1"]]]))
     return rows
 
 
@@ -711,6 +776,28 @@ def fair_server_wait(chosen: Chosen) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def request_waits(chosen: Chosen, kernels: dict[str, str]) -> pd.DataFrame:
+    """Per request of every boot of ``kernels``, read from the trace in emulated ms: the
+    request's latency as the victim timed it, and from its begin marker to the first switch to
+    a kworker on CPU 1 inside it (NaN when none ran there): where the request waits for the
+    fair server, the second is that wait."""
+    rows = []
+    for label, variant in kernels.items():
+        for rep, path in isolation_outputs(chosen, variant):
+            trace, per_ns = isolation_trace(path)
+            latency = per_request(chosen, variant, TRIGGER).loc[rep] / 1e6
+            for n, inside in trace[trace["round"] >= 0].groupby("round"):
+                begin = inside.loc[inside["detail"] == f"kb-round {n} begin", "tsc"].iloc[0]
+                ran = inside[(inside["cpu"] == 1) & (inside["event"] == "sched_switch")
+                             & inside["detail"].str.contains(r"next_comm=kworker/1:")]
+                rows.append({"kernel": label, "rep": rep, "round": n,
+                             "latency_ms": latency[f"r{n}.{TRIGGER}"],
+                             "to_kworker_ms": (ran["tsc"].iloc[0] - begin) / per_ns / 1e6
+                             if not ran.empty else float("nan")})
+    return pd.DataFrame(rows, columns=["kernel", "rep", "round", "latency_ms",
+                                       "to_kworker_ms"])
+
+
 def ipis_by_callsite(chosen: Chosen) -> pd.DataFrame:
     """IPIs sent to CPU 1 inside the rounds of every isolation boot, by kernel, boot, round and
     the function that sent them (``ttwu_queue_wakelist`` wakes the kworker;
@@ -739,3 +826,193 @@ def trace_excerpt(chosen: Chosen, kernel: str = "unpatched", rep: int = 1) -> pd
                              (shown["tsc"] - start["tsc"]) / per_ns / 1e6).map("{:,.2f}".format),
                          "task": shown["comm"], "event": shown["event"],
                          "detail": shown["detail"]}).reset_index(drop=True)
+
+
+# D1: the instruction deltas of the icount cells, read from each kernel's committed listing of
+# the allocation and free paths (chapter.yaml's inspect: listings, with static-branch sites)
+
+DISASSEMBLY = "disassembly.txt.gz"
+PW_KEY = "pw_sl"
+"""The static key behind ``pwlocks=``: its sites are the lock and unlock of the PW locks."""
+_LISTED = re.compile(r"^== (\S+): (?:(\d+) instructions|no symbol|inlined)")
+_LINE = re.compile(r"^\s*([0-9a-f]+): (\S+)\s*(.*?)(?:  # static branch (\S+): jmp "
+                   r"(?:\+0x([0-9a-f]+)|outside, \S+) when (on|off))?$")
+_WITHIN = re.compile(r"<(\S+?)\+0x([0-9a-f]+)>")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One instruction of a committed listing: offset in its function, mnemonic, operands,
+    and for a static-branch site its key and the offset it jumps to."""
+
+    offset: int
+    mnemonic: str
+    operands: str
+    key: str | None = None
+    target: int | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.offset:5x}: {self.mnemonic} {self.operands}".rstrip()
+
+
+def listing_file(chosen: Chosen, variant: str) -> Path:
+    """The committed disassembly of the kernel ``variant`` booted: publish keeps one per build,
+    under the first variant of the run that used it, so the newest run of ``variant``'s boots
+    that holds one for its build is read."""
+    for run_id in sorted({b.run_id for b in runs.boots(chosen[variant], variant)}, reverse=True):
+        run_dir = chosen[variant].path.parent / run_id
+        listed = runs.load_run(run_dir).manifest["variants"]
+        build = listed[variant]["build"]
+        for name, entry in listed.items():
+            if entry.get("build") == build and (run_dir / "raw" / name / DISASSEMBLY).is_file():
+                return run_dir / "raw" / name / DISASSEMBLY
+    raise FileNotFoundError(f"no {DISASSEMBLY} for {variant}'s kernel in its runs "
+                            f"({chosen[variant].run_id}); the chapter's inspect: listings "
+                            "makes one. Fix: git checkout -- data/runs, or re-run the cell")
+
+
+def listings(path: Path) -> dict[str, list[Line]]:
+    """The functions of one listing file (gzipped as a run keeps it, or plain) by name; an
+    empty list: no symbol in that kernel."""
+    out: dict[str, list[Line]] = {}
+    current: list[Line] = []
+    data = path.read_bytes()
+    for raw in (gzip.decompress(data) if path.suffix == ".gz" else data).decode().splitlines():
+        if m := _LISTED.match(raw):
+            current = out.setdefault(m[1], [])
+        elif m := _LINE.match(raw):
+            current.append(Line(int(m[1], 16), m[2], m[3], m[4],
+                                int(m[5], 16) if m[5] else None))
+        else:
+            raise ValueError(f"{path}: line {raw!r} is neither a function header nor an "
+                             "instruction of lab.inspect's listing format")
+    return out
+
+
+def comparable(lines: list[Line]) -> list[str]:
+    """A function's instructions without what moves when anything else in the image moves:
+    offsets, RIP-relative displacements and the comments naming their symbols."""
+    return [re.sub(r"-?0x[0-9a-f]+\(%rip\)\s*(#.*)?$", "(%rip)", f"{x.mnemonic} {x.operands}")
+            for x in lines]
+
+
+def straight_path(lines: list[Line]) -> list[Line]:
+    """A function's instructions from its entry to its first ``ret``: the path of a callee
+    whose every early branch leaves the fast path (``_raw_spin_trylock()`` that gets the lock,
+    ``_raw_spin_unlock()`` that needs no reschedule)."""
+    end = next((k for k, x in enumerate(lines) if x.mnemonic == "ret"), None)
+    if end is None:
+        raise ValueError(f"no ret in a listing of {len(lines)} instructions: its path ends in "
+                         "a tail call, which straight_path() does not follow")
+    return lines[:end + 1]
+
+
+def _jump_target(line: Line, function: str) -> int | None:
+    m = _WITHIN.search(line.operands)
+    return int(m[2], 16) if m and m[1] == function and line.mnemonic.startswith("j") else None
+
+
+@dataclass(frozen=True)
+class Site:
+    """A ``pw_sl`` site and what turning the key on makes the CPU run instead: the taken
+    ``jmp``, the out-of-line ``block`` up to its jump back into the function, and the calls in
+    it, against the ``skipped`` instructions of the inline path between the site and that
+    return point."""
+
+    function: str
+    site: Line
+    block: list[Line]
+    skipped: list[Line]
+    calls: list[str]
+
+
+def _inline_until(lines: list[Line], k: int, function: str, point: int) -> list[Line] | None:
+    """The instructions the inline path runs after line ``k`` until it reaches offset ``point``
+    (by falling through to it, or by a jump to it, counted), following the fall-through of
+    every other conditional jump; None if it leaves first (``ret`` or another ``jmp``)."""
+    out: list[Line] = []
+    for x in lines[k + 1:]:
+        if x.offset == point:
+            return out
+        out.append(x)
+        if _jump_target(x, function) == point:
+            return out
+        if x.mnemonic in ("jmp", "ret"):
+            return None
+    return None
+
+
+def pw_sites(functions: dict[str, list[Line]], function: str) -> list[Site]:
+    """Each ``pw_sl`` site of ``function``. A target the inline path itself reaches lies on it
+    (PREEMPT_RT's lock sites jump forward over the hardirq/NMI test): no block, and the
+    skipped instructions are those the inline path runs on the way. Any other target starts a
+    block, which runs to the first jump back to an offset below the target; the inline
+    instructions it replaces are those from the site to that offset."""
+    lines = functions[function]
+    at = {x.offset: k for k, x in enumerate(lines)}
+    out = []
+    for k, site in enumerate(lines):
+        if site.key != PW_KEY:
+            continue
+        if site.target is None or site.target not in at or site.target < site.offset:
+            raise ValueError(f"{function}: the pw_sl site at {site.offset:#x} does not jump "
+                             "forward within the function")
+        block: list[Line] = []
+        skipped = _inline_until(lines, k, function, site.target)
+        if skipped is None:
+            start = at[site.target]
+            back = next((j for j in range(start, len(lines))
+                         if (t := _jump_target(lines[j], function)) is not None
+                         and t < site.target), None)
+            ret = None if back is None else _jump_target(lines[back], function)
+            skipped = None if ret is None else _inline_until(lines, k, function, ret)
+            if skipped is None:
+                raise ValueError(f"{function}: the block at {site.target:#x} of the pw_sl "
+                                 f"site at {site.offset:#x} does not rejoin the inline path")
+            block = lines[start:back + 1]
+        out.append(Site(function, site, block, skipped,
+                        [m[1] for x in block if x.mnemonic == "call"
+                         and (m := re.match(r"<(\S+)>", x.operands))]))
+    return out
+
+
+ALLOC_FN, FREE_FN = "__kmalloc_noprof", "kfree"
+"""What kmalloc_bench's loops call: its size is a module parameter, so kmalloc() is the
+size-indexed ``__kmalloc_noprof()``, not the constant-size ``__kmalloc_cache_noprof()``."""
+_PWLOCKS = re.compile(r"\bpwlocks=(\d)\b")
+
+
+def pwlocks(chosen: Chosen, variant: str) -> bool | None:
+    """Whether the variant boots with the PW locks on (``pwlocks=1``), off (``pwlocks=0``), or
+    has no such switch (None: unpatched, or ``CONFIG_PWLOCKS=n``)."""
+    m = _PWLOCKS.search(chosen[variant].manifest["variants"][variant]["cmdline"])
+    return None if m is None else m[1] == "1"
+
+
+def site_table(chosen: Chosen, variant: str) -> pd.DataFrame:
+    """Every ``pw_sl`` site in the allocation and free functions of ``variant``'s kernel: where
+    it is, the NOP it is while the key is off, where it jumps when on, the out-of-line block
+    and its calls, the inline instructions that block replaces, and what each state of the key
+    adds per call against a kernel without the site: off, the NOP (``key_off``); on, the
+    ``jmp``, the block and its callees' paths less the inline instructions it skips
+    (``key_on``), counted only where every callee's path is its straight path
+    (:func:`straight_path`; NaN where a callee branches on the caller's nesting)."""
+    functions = listings(listing_file(chosen, variant))
+    rows = []
+    for fn in (ALLOC_FN, FREE_FN):
+        for site in pw_sites(functions, fn):
+            try:
+                paths = {c: len(straight_path(functions[c])) for c in site.calls}
+            except (KeyError, ValueError):
+                paths = None
+            rows.append({
+                "function": fn, "site": f"+{site.site.offset:#x}",
+                "nop": {"xchg": "2-byte", "nopl": "5-byte"}.get(site.site.mnemonic,
+                                                                 site.site.mnemonic),
+                "target": f"+{site.site.target:#x}", "block": len(site.block),
+                "calls": ", ".join(f"{c} ({paths[c]})" if paths else c for c in site.calls),
+                "replaces": len(site.skipped), "key_off": 1,
+                "key_on": (1 + len(site.block) + sum(paths.values()) - len(site.skipped))
+                if paths is not None else float("nan")})
+    return pd.DataFrame(rows)
