@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -897,15 +898,62 @@ def comparable(lines: list[Line]) -> list[str]:
             for x in lines]
 
 
-def straight_path(lines: list[Line]) -> list[Line]:
-    """A function's instructions from its entry to its first ``ret``: the path of a callee
-    whose every early branch leaves the fast path (``_raw_spin_trylock()`` that gets the lock,
-    ``_raw_spin_unlock()`` that needs no reschedule)."""
-    end = next((k for k, x in enumerate(lines) if x.mnemonic == "ret"), None)
-    if end is None:
-        raise ValueError(f"no ret in a listing of {len(lines)} instructions: its path ends in "
-                         "a tail call, which straight_path() does not follow")
-    return lines[:end + 1]
+MIGRATE_ENABLE = "__migrate_enable"
+"""gcc's out-of-line copy of ``migrate_enable()`` (``static inline`` in include/linux/sched.h),
+whose first load names the task's ``migration_disabled`` field in this build."""
+
+
+def migration_field(functions: dict[str, list[Line]]) -> str | None:
+    """The operand that reads ``current->migration_disabled`` in this kernel (``0x338(``):
+    the displacement of the first ``movzwl`` of :data:`MIGRATE_ENABLE`; None in a kernel
+    without it (``PREEMPT_DYNAMIC`` here), where no branch tests the nesting."""
+    for x in functions.get(MIGRATE_ENABLE, []):
+        if x.mnemonic == "movzwl" and (m := re.match(r"(-?0x[0-9a-f]+\()", x.operands)):
+            return m[1]
+    return None
+
+
+def _nested(run: list[Line], x: Line, field: str | None) -> bool:
+    """Whether ``x`` is ``migrate_enable()``'s test for an outer migrate_disable() (``ja`` after
+    ``cmp $0x1`` of the count): the benchmark's own outer one makes it taken on every call."""
+    return (field is not None and x.mnemonic == "ja" and len(run) >= 3
+            and run[-2].mnemonic == "cmp" and run[-2].operands.startswith("$0x1,")
+            and run[-3].mnemonic == "movzwl" and run[-3].operands.startswith(field))
+
+
+def _walk(lines: list[Line], function: str, start: int, field: str | None,
+          stop: Callable[[Line, int | None], bool]) -> list[Line]:
+    """The instructions the benchmark runs from ``lines[start]`` until ``stop(line, target)``
+    holds (the line counted): straight on, through unconditional jumps within the function, and
+    through the nesting test of :func:`_nested`; every other conditional branch falls through
+    (the fast path: lock free, sheaf neither empty nor full, no reschedule due)."""
+    at = {x.offset: k for k, x in enumerate(lines)}
+    run: list[Line] = []
+    k = start
+    while k < len(lines) and len(run) <= len(lines):
+        x = lines[k]
+        run.append(x)
+        target = _jump_target(x, function)
+        if stop(x, target):
+            return run
+        if target is not None and (x.mnemonic == "jmp" or _nested(run, x, field)):
+            k = at[target]
+        else:
+            k += 1
+    raise ValueError(f"{function}: the path from {lines[start].offset:#x} never stops")
+
+
+def callee_path(functions: dict[str, list[Line]], callee: str) -> list[Line] | None:
+    """A called function's path from its entry to its ``ret`` (:func:`_walk`), or None when it
+    ends in a tail call (``rt_spin_unlock()``'s ``jmp`` to ``__rcu_read_unlock()``) or has no
+    listing: its count then cancels only where both arms call it."""
+    lines = functions.get(callee)
+    if not lines:
+        return None
+    field = migration_field(functions)
+    run = _walk(lines, callee, 0, field, lambda x, t: x.mnemonic in ("ret", "jmp")
+                and not (x.mnemonic == "jmp" and t is not None))
+    return run if run[-1].mnemonic == "ret" else None
 
 
 def _jump_target(line: Line, function: str) -> int | None:
@@ -915,42 +963,34 @@ def _jump_target(line: Line, function: str) -> int | None:
 
 @dataclass(frozen=True)
 class Site:
-    """A ``pw_sl`` site and what turning the key on makes the CPU run instead: the taken
-    ``jmp``, the out-of-line ``block`` up to its jump back into the function, and the calls in
-    it, against the ``skipped`` instructions of the inline path between the site and that
-    return point."""
+    """A ``pw_sl`` site and the two arms the key chooses between, from the site to the point
+    where they rejoin: ``on``, the taken ``jmp`` and the block it leads to (empty when the target
+    lies on the inline path); ``off``, the NOP and the inline instructions up to that point. Each
+    arm's ``calls`` are the functions it calls."""
 
     function: str
     site: Line
-    block: list[Line]
-    skipped: list[Line]
-    calls: list[str]
+    on: list[Line]
+    off: list[Line]
 
+    @property
+    def block(self) -> list[Line]:
+        return self.on[1:]
 
-def _inline_until(lines: list[Line], k: int, function: str, point: int) -> list[Line] | None:
-    """The instructions the inline path runs after line ``k`` until it reaches offset ``point``
-    (by falling through to it, or by a jump to it, counted), following the fall-through of
-    every other conditional jump; None if it leaves first (``ret`` or another ``jmp``)."""
-    out: list[Line] = []
-    for x in lines[k + 1:]:
-        if x.offset == point:
-            return out
-        out.append(x)
-        if _jump_target(x, function) == point:
-            return out
-        if x.mnemonic in ("jmp", "ret"):
-            return None
-    return None
+    def calls(self, arm: list[Line]) -> list[str]:
+        return [m[1] for x in arm if x.mnemonic == "call"
+                and (m := re.match(r"<(\S+)>", x.operands))]
 
 
 def pw_sites(functions: dict[str, list[Line]], function: str) -> list[Site]:
-    """Each ``pw_sl`` site of ``function``. A target the inline path itself reaches lies on it
-    (PREEMPT_RT's lock sites jump forward over the hardirq/NMI test): no block, and the
-    skipped instructions are those the inline path runs on the way. Any other target starts a
-    block, which runs to the first jump back to an offset below the target; the inline
-    instructions it replaces are those from the site to that offset."""
+    """Each ``pw_sl`` site of ``function`` with its two arms (:class:`Site`), walked as the
+    benchmark runs them (:func:`_walk`). If the inline path itself reaches the target (PREEMPT_RT's
+    lock sites jump forward over the hardirq/NMI test) the key-on arm is the jump alone and they
+    rejoin there; otherwise the key-on arm runs to its first jump back to an offset below the
+    target, and both rejoin where that jump goes."""
     lines = functions[function]
     at = {x.offset: k for k, x in enumerate(lines)}
+    field = migration_field(functions)
     out = []
     for k, site in enumerate(lines):
         if site.key != PW_KEY:
@@ -958,61 +998,72 @@ def pw_sites(functions: dict[str, list[Line]], function: str) -> list[Site]:
         if site.target is None or site.target not in at or site.target < site.offset:
             raise ValueError(f"{function}: the pw_sl site at {site.offset:#x} does not jump "
                              "forward within the function")
-        block: list[Line] = []
-        skipped = _inline_until(lines, k, function, site.target)
-        if skipped is None:
-            start = at[site.target]
-            back = next((j for j in range(start, len(lines))
-                         if (t := _jump_target(lines[j], function)) is not None
-                         and t < site.target), None)
-            ret = None if back is None else _jump_target(lines[back], function)
-            skipped = None if ret is None else _inline_until(lines, k, function, ret)
-            if skipped is None:
-                raise ValueError(f"{function}: the block at {site.target:#x} of the pw_sl "
-                                 f"site at {site.offset:#x} does not rejoin the inline path")
-            block = lines[start:back + 1]
-        out.append(Site(function, site, block, skipped,
-                        [m[1] for x in block if x.mnemonic == "call"
-                         and (m := re.match(r"<(\S+)>", x.operands))]))
+        rejoin = site.target
+        if not _reaches(lines, k, function, field, rejoin):
+            block = _walk(lines, function, at[site.target], field,
+                          lambda x, t, lo=site.target: t is not None and t < lo)
+            rejoin = _jump_target(block[-1], function)
+            if not _reaches(lines, k, function, field, rejoin):
+                raise ValueError(f"{function}: the block at {site.target:#x} of the pw_sl site "
+                                 f"at {site.offset:#x} does not rejoin the inline path")
+        else:
+            block = []
+        off = _walk(lines, function, k, field,
+                    lambda x, t, r=rejoin: t == r or _next_offset(lines, x) == r)
+        out.append(Site(function, site, [site, *block], off))
     return out
+
+
+def _next_offset(lines: list[Line], x: Line) -> int | None:
+    k = lines.index(x)
+    return lines[k + 1].offset if k + 1 < len(lines) else None
+
+
+def _reaches(lines: list[Line], k: int, function: str, field: str | None, point: int) -> bool:
+    """Whether the inline path after the site at ``lines[k]`` reaches ``point`` (falling through
+    or jumping to it) before it leaves the function or jumps back to the site or before it."""
+    origin = lines[k].offset
+    try:
+        run = _walk(lines, function, k, field,
+                    lambda x, t: t == point or _next_offset(lines, x) == point
+                    or x.mnemonic == "ret" or (x.mnemonic == "jmp" and t is None)
+                    or (t is not None and t <= origin))
+    except ValueError:
+        return False
+    last = run[-1]
+    return _jump_target(last, function) == point or _next_offset(lines, last) == point
 
 
 ALLOC_FN, FREE_FN = "__kmalloc_noprof", "kfree"
 """What kmalloc_bench's loops call: its size is a module parameter, so kmalloc() is the
 size-indexed ``__kmalloc_noprof()``, not the constant-size ``__kmalloc_cache_noprof()``."""
-_PWLOCKS = re.compile(r"\bpwlocks=(\d)\b")
-
-
-def pwlocks(chosen: Chosen, variant: str) -> bool | None:
-    """Whether the variant boots with the PW locks on (``pwlocks=1``), off (``pwlocks=0``), or
-    has no such switch (None: unpatched, or ``CONFIG_PWLOCKS=n``)."""
-    m = _PWLOCKS.search(chosen[variant].manifest["variants"][variant]["cmdline"])
-    return None if m is None else m[1] == "1"
 
 
 def site_table(chosen: Chosen, variant: str) -> pd.DataFrame:
     """Every ``pw_sl`` site in the allocation and free functions of ``variant``'s kernel: where
-    it is, the NOP it is while the key is off, where it jumps when on, the out-of-line block
-    and its calls, the inline instructions that block replaces, and what each state of the key
-    adds per call against a kernel without the site: off, the NOP (``key_off``); on, the
-    ``jmp``, the block and its callees' paths less the inline instructions it skips
-    (``key_on``), counted only where every callee's path is its straight path
-    (:func:`straight_path`; NaN where a callee branches on the caller's nesting)."""
+    it is, the NOP it is while the key is off, where it jumps when on, the two arms' lengths and
+    calls, and the instructions per call each state adds: off, the NOP against a kernel without
+    the site (``key_off``); on against off (``on_minus_off``), the arms' lengths and the paths
+    of the functions only one arm calls (:func:`callee_path`; NaN if such a path is unknown)."""
     functions = listings(listing_file(chosen, variant))
     rows = []
     for fn in (ALLOC_FN, FREE_FN):
         for site in pw_sites(functions, fn):
-            try:
-                paths = {c: len(straight_path(functions[c])) for c in site.calls}
-            except (KeyError, ValueError):
-                paths = None
+            on, off = site.calls(site.on), site.calls(site.off)
+            only = [(c, +1) for c in on if c not in off] + [(c, -1) for c in off if c not in on]
+            paths = {c: callee_path(functions, c) for c, _ in only}
             rows.append({
                 "function": fn, "site": f"+{site.site.offset:#x}",
                 "nop": {"xchg": "2-byte", "nopl": "5-byte"}.get(site.site.mnemonic,
                                                                  site.site.mnemonic),
-                "target": f"+{site.site.target:#x}", "block": len(site.block),
-                "calls": ", ".join(f"{c} ({paths[c]})" if paths else c for c in site.calls),
-                "replaces": len(site.skipped), "key_off": 1,
-                "key_on": (1 + len(site.block) + sum(paths.values()) - len(site.skipped))
-                if paths is not None else float("nan")})
+                "target": f"+{site.site.target:#x}", "on_arm": len(site.on),
+                "off_arm": len(site.off),
+                "calls": "; ".join(
+                    f"{'on' if sign > 0 else 'off'}: {c}"
+                    + (f" ({len(paths[c])})" if paths[c] is not None else "")
+                    for c, sign in only) or "same in both",
+                "key_off": 1,
+                "on_minus_off": float("nan") if any(p is None for p in paths.values()) else (
+                    len(site.on) - len(site.off)
+                    + sum(sign * len(paths[c]) for c, sign in only))})
     return pd.DataFrame(rows)
