@@ -727,7 +727,7 @@ def _first(trace: pd.DataFrame, event: str, pattern: str) -> pd.Series | None:
     return None if hit.empty else hit.iloc[0]
 
 
-def fair_server_wait(chosen: Chosen) -> pd.DataFrame:
+def fair_server_wait(chosen: Chosen, kernels: dict[str, str] = ISOLATED) -> pd.DataFrame:
     """Per isolation boot, the first request's wait, read from the trace in emulated ms: from
     the victim's first switch-in on CPU 1 (``victim_prio`` says it was still a fair task then,
     120) to the kworker's first run there (``to_kworker_ms``) and to round 0's begin marker
@@ -740,10 +740,10 @@ def fair_server_wait(chosen: Chosen) -> pd.DataFrame:
     charged for that time (``dl_server_update_idle()`` and the fair class's ``update_curr()``),
     which moves its zero-laxity timer later (``dl_server_timer()`` re-arms it while more than
     ``dl_server_min_res``, 1 ms, of runtime is left). A kernel whose kworker never ran on CPU 1
-    has NaN for the kworker's columns."""
+    has NaN for the kworker's columns. ``kernels``: one pattern's kernels (:data:`PATTERNS`)."""
     zero_laxity = FAIR_SERVER_PERIOD_MS - FAIR_SERVER_RUNTIME_MS
     rows = []
-    for label, variant in ISOLATED.items():
+    for label, variant in kernels.items():
         latency = workload_rows(chosen, variant, ISOLATION)
         for rep, path in isolation_outputs(chosen, variant):
             trace, per_ns = isolation_trace(path)
