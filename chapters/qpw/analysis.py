@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,7 +84,21 @@ def cells(cited: pd.DataFrame) -> list[Cell]:
 TRIGGER = "trigger_ns"
 """A drain request's latency as the victim program reports it, per round ``r<N>.``."""
 ISOLATED = {"unpatched": "iso-unpatched", "pwlocks=0": "iso-pw-0", "pwlocks=1": "iso-pw-1"}
-"""Isolation kernels: label -> variant (all PREEMPT_DYNAMIC, CPU 1 isolated)."""
+"""Isolation kernels: label -> variant (all PREEMPT_DYNAMIC, CPU 1 isolated), requests back
+to back."""
+SPACED = {"unpatched": "iso-unpatched-spaced", "pwlocks=0": "iso-pw-0-spaced",
+          "pwlocks=1": "iso-pw-1-spaced"}
+"""The same kernels with each request issued ``qpw.pause_ms=`` after the victim dirtied its
+page: more than the fair server's period apart."""
+NOHZ = {"pwlocks=0": "iso-nohz-pw-0", "pwlocks=1": "iso-nohz-pw-1"}
+"""A full-dynticks build with ``nohz_full=1`` besides ``isolcpus=``, requests back to back;
+``pwlocks=0`` queues the drain on CPU 1 as the unpatched kernel does."""
+PATTERNS = {"back to back": ISOLATED, "spaced": SPACED, "nohz_full": NOHZ}
+"""Each way the isolation experiment ran: pattern -> its kernels."""
+LRU_PROBE = {"lru_adds_on_victim": "folios that entered the LRU on CPU 1",
+             "lru_adds_on_other_cpu": "folios that entered the LRU on CPU 0"}
+"""The positive probe (``mm_lru_insertion`` inside a request), per drain request: CPU 1's
+batch drained by its own kworker shows on CPU 1, drained remotely on CPU 0."""
 
 PER_TRIGGER = {
     "work_on_victim": "work items started on the isolated CPU",
@@ -191,20 +206,23 @@ def cell_change(chosen: Chosen, cell: Cell, every: list[Cell], *, icount: bool =
     return stats.percent_change(base, patched)
 
 
-def isolation_per_trigger(chosen: Chosen) -> pd.DataFrame:
-    """One row per isolation boot: the kernel, and each :data:`PER_TRIGGER` count divided by
-    the boot's drain requests, with the requests' median and maximum latency in ms, and the
-    maximum latency and loop gap without the first request (``*_later_ms``), which waits for
-    the fair server in the kernels that queue work on the isolated CPU."""
+def isolation_per_trigger(chosen: Chosen, kernels: dict[str, str] = ISOLATED) -> pd.DataFrame:
+    """One row per isolation boot of ``kernels`` (:data:`PATTERNS`): the kernel, and each
+    :data:`PER_TRIGGER` and :data:`LRU_PROBE` count divided by the boot's drain requests (the
+    probe's NaN in runs without it), with the requests' median and maximum latency in ms, and
+    the maximum latency and loop gap without the first request (``*_later_ms``), which waits
+    for the fair server in the kernels that queue work on the isolated CPU."""
     rows = []
-    for label, variant in ISOLATED.items():
+    for label, variant in kernels.items():
         for rep, boot in workload_rows(chosen, variant, ISOLATION).groupby("rep"):
             m = boot.set_index("metric")["value"]
             rounds = m["rounds"]
             latency = m[[k for k in m.index if k.endswith(".trigger_ns")]] / 1e6
             gaps = m[[k for k in m.index if k.endswith(".max_gap_ns")]] / 1e6
             rows.append({"kernel": label, "rep": rep, "rounds": rounds,
+                         "pause_ms": m.get("pause_ms", 0.0),
                          **{k: m[k] / rounds for k in PER_TRIGGER},
+                         **{k: m.get(k, float("nan")) / rounds for k in LRU_PROBE},
                          "latency_median_ms": latency.median(),
                          "latency_max_ms": latency.max(),
                          "latency_max_later_ms": latency.drop(f"r0.{TRIGGER}").max(),
@@ -213,11 +231,40 @@ def isolation_per_trigger(chosen: Chosen) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def work_functions(chosen: Chosen) -> pd.DataFrame:
-    """Work items that started on the isolated CPU inside drain requests, per function and
-    kernel, summed over the boots, with the requests they came from."""
+def per_request(chosen: Chosen, variant: str, metric: str) -> pd.Series:
+    """One count or time of every drain request of every boot of an isolation variant (the
+    ``r<n>.<metric>`` rows), indexed by boot and request."""
+    res = workload_rows(chosen, variant, ISOLATION)
+    rows = res[res["metric"].str.fullmatch(rf"r\d+\.{re.escape(metric)}")]
+    return rows.set_index(["rep", "metric"])["value"]
+
+
+def isolation_patterns(chosen: Chosen) -> pd.DataFrame:
+    """One row per pattern and kernel (:data:`PATTERNS`): boots, requests per boot and the
+    pause before each, the per-request means of every count over the boots, the fewest folios
+    the probe saw enter the LRU on each CPU in any one request, and the latency of the
+    requests pooled over the boots (median, and the shortest and longest)."""
     rows = []
-    for label, variant in ISOLATED.items():
+    for pattern, kernels in PATTERNS.items():
+        boots = isolation_per_trigger(chosen, kernels)
+        for label, variant in kernels.items():
+            mine = boots[boots["kernel"] == label]
+            latency = per_request(chosen, variant, TRIGGER) / 1e6
+            rows.append({
+                "pattern": pattern, "kernel": label, "boots": len(mine),
+                "requests": mine["rounds"].iloc[0], "pause_ms": mine["pause_ms"].iloc[0],
+                **mine[[*PER_TRIGGER, *LRU_PROBE]].mean().to_dict(),
+                **{f"{k}_min": per_request(chosen, variant, k).min() for k in LRU_PROBE},
+                "latency_min_ms": latency.min(), "latency_median_ms": latency.median(),
+                "latency_max_ms": latency.max()})
+    return pd.DataFrame(rows)
+
+
+def work_functions(chosen: Chosen, kernels: dict[str, str] = ISOLATED) -> pd.DataFrame:
+    """Work items that started on the isolated CPU inside drain requests, per function and
+    kernel of ``kernels``, summed over the boots, with the requests they came from."""
+    rows = []
+    for label, variant in kernels.items():
         res = workload_rows(chosen, variant, ISOLATION)
         triggers = res.loc[res["metric"] == "rounds", "value"].sum()
         for metric, v in res[res["metric"].str.startswith("work.")].groupby("metric")["value"]:
@@ -508,6 +555,25 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
             ours=f"{by['unpatched'][metric].mean():,.2f} -> {by['pwlocks=1'][metric].mean():,.2f}"
                  f" ms; {verdict.change.describe()}",
             verdict=verdict, measured=measured))
+    if {SPACED["unpatched"], SPACED["pwlocks=1"]} <= set(chosen):
+        spaced = {k: part.set_index("rep")["latency_median_ms"] for k, part in
+                  isolation_per_trigger(chosen, SPACED).groupby("kernel")}
+        verdict = verdicts.judge_boots(
+            spaced["unpatched"], spaced["pwlocks=1"],
+            lambda c: verdicts.judge_direction(
+                c, -1, "that the requester no longer waits for a kworker behind the isolated "
+                "CPU's FIFO loop, when requests come more than a fair-server period apart",
+                _limits(chosen, SPACED["pwlocks=1"]), margin=verdicts.MARGINS["time"]),
+            flagged=tuple(runs.clock_flags(chosen[SPACED[k]], SPACED[k])
+                          for k in ("unpatched", "pwlocks=1")))
+        rows.append(_row(
+            "qpw-isolation-latency-spaced", table=ISOLATION_TABLE,
+            row="unpatched -> PWLOCKS=y, pwlocks=1, requests spaced",
+            column="mechanism: median drain request on CPU 0 per boot, requests spaced past "
+                   "the fair server's period (emulated time)", cited=NO_CITED,
+            ours=f"{spaced['unpatched'].mean():,.2f} -> {spaced['pwlocks=1'].mean():,.2f} ms; "
+                 f"{verdict.change.describe()}",
+            verdict=verdict, measured=[chosen[SPACED["unpatched"]], chosen[SPACED["pwlocks=1"]]]))
     return rows
 
 
@@ -661,7 +727,7 @@ def _first(trace: pd.DataFrame, event: str, pattern: str) -> pd.Series | None:
     return None if hit.empty else hit.iloc[0]
 
 
-def fair_server_wait(chosen: Chosen) -> pd.DataFrame:
+def fair_server_wait(chosen: Chosen, kernels: dict[str, str] = ISOLATED) -> pd.DataFrame:
     """Per isolation boot, the first request's wait, read from the trace in emulated ms: from
     the victim's first switch-in on CPU 1 (``victim_prio`` says it was still a fair task then,
     120) to the kworker's first run there (``to_kworker_ms``) and to round 0's begin marker
@@ -674,10 +740,10 @@ def fair_server_wait(chosen: Chosen) -> pd.DataFrame:
     charged for that time (``dl_server_update_idle()`` and the fair class's ``update_curr()``),
     which moves its zero-laxity timer later (``dl_server_timer()`` re-arms it while more than
     ``dl_server_min_res``, 1 ms, of runtime is left). A kernel whose kworker never ran on CPU 1
-    has NaN for the kworker's columns."""
+    has NaN for the kworker's columns. ``kernels``: one pattern's kernels (:data:`PATTERNS`)."""
     zero_laxity = FAIR_SERVER_PERIOD_MS - FAIR_SERVER_RUNTIME_MS
     rows = []
-    for label, variant in ISOLATED.items():
+    for label, variant in kernels.items():
         latency = workload_rows(chosen, variant, ISOLATION)
         for rep, path in isolation_outputs(chosen, variant):
             trace, per_ns = isolation_trace(path)
@@ -711,6 +777,28 @@ def fair_server_wait(chosen: Chosen) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def request_waits(chosen: Chosen, kernels: dict[str, str]) -> pd.DataFrame:
+    """Per request of every boot of ``kernels``, read from the trace in emulated ms: the
+    request's latency as the victim timed it, and from its begin marker to the first switch to
+    a kworker on CPU 1 inside it (NaN when none ran there): where the request waits for the
+    fair server, the second is that wait."""
+    rows = []
+    for label, variant in kernels.items():
+        for rep, path in isolation_outputs(chosen, variant):
+            trace, per_ns = isolation_trace(path)
+            latency = per_request(chosen, variant, TRIGGER).loc[rep] / 1e6
+            for n, inside in trace[trace["round"] >= 0].groupby("round"):
+                begin = inside.loc[inside["detail"] == f"kb-round {n} begin", "tsc"].iloc[0]
+                ran = inside[(inside["cpu"] == 1) & (inside["event"] == "sched_switch")
+                             & inside["detail"].str.contains(r"next_comm=kworker/1:")]
+                rows.append({"kernel": label, "rep": rep, "round": n,
+                             "latency_ms": latency[f"r{n}.{TRIGGER}"],
+                             "to_kworker_ms": (ran["tsc"].iloc[0] - begin) / per_ns / 1e6
+                             if not ran.empty else float("nan")})
+    return pd.DataFrame(rows, columns=["kernel", "rep", "round", "latency_ms",
+                                       "to_kworker_ms"])
+
+
 def ipis_by_callsite(chosen: Chosen) -> pd.DataFrame:
     """IPIs sent to CPU 1 inside the rounds of every isolation boot, by kernel, boot, round and
     the function that sent them (``ttwu_queue_wakelist`` wakes the kworker;
@@ -739,3 +827,243 @@ def trace_excerpt(chosen: Chosen, kernel: str = "unpatched", rep: int = 1) -> pd
                              (shown["tsc"] - start["tsc"]) / per_ns / 1e6).map("{:,.2f}".format),
                          "task": shown["comm"], "event": shown["event"],
                          "detail": shown["detail"]}).reset_index(drop=True)
+
+
+# D1: the instruction deltas of the icount cells, read from each kernel's committed listing of
+# the allocation and free paths (chapter.yaml's inspect: listings, with static-branch sites)
+
+DISASSEMBLY = "disassembly.txt.gz"
+PW_KEY = "pw_sl"
+"""The static key behind ``pwlocks=``: its sites are the lock and unlock of the PW locks."""
+_LISTED = re.compile(r"^== (\S+): (?:(\d+) instructions|no symbol|inlined)")
+_LINE = re.compile(r"^\s*([0-9a-f]+): (\S+)\s*(.*?)(?:  # static branch (\S+): jmp "
+                   r"(?:\+0x([0-9a-f]+)|outside, \S+) when (on|off))?$")
+_WITHIN = re.compile(r"<(\S+?)\+0x([0-9a-f]+)>")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One instruction of a committed listing: offset in its function, mnemonic, operands,
+    and for a static-branch site its key and the offset it jumps to."""
+
+    offset: int
+    mnemonic: str
+    operands: str
+    key: str | None = None
+    target: int | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.offset:5x}: {self.mnemonic} {self.operands}".rstrip()
+
+
+def listing_file(chosen: Chosen, variant: str) -> Path:
+    """The committed disassembly of the kernel ``variant`` booted: publish keeps one per build,
+    under the first variant of the run that used it, so the newest run of ``variant``'s boots
+    that holds one for its build is read."""
+    for run_id in sorted({b.run_id for b in runs.boots(chosen[variant], variant)}, reverse=True):
+        run_dir = chosen[variant].path.parent / run_id
+        listed = runs.load_run(run_dir).manifest["variants"]
+        build = listed[variant]["build"]
+        for name, entry in listed.items():
+            if entry.get("build") == build and (run_dir / "raw" / name / DISASSEMBLY).is_file():
+                return run_dir / "raw" / name / DISASSEMBLY
+    raise FileNotFoundError(f"no {DISASSEMBLY} for {variant}'s kernel in its runs "
+                            f"({chosen[variant].run_id}); the chapter's inspect: listings "
+                            "makes one. Fix: git checkout -- data/runs, or re-run the cell")
+
+
+def listings(path: Path) -> dict[str, list[Line]]:
+    """The functions of one listing file (gzipped as a run keeps it, or plain) by name; an
+    empty list: no symbol in that kernel."""
+    out: dict[str, list[Line]] = {}
+    current: list[Line] = []
+    data = path.read_bytes()
+    for raw in (gzip.decompress(data) if path.suffix == ".gz" else data).decode().splitlines():
+        if m := _LISTED.match(raw):
+            current = out.setdefault(m[1], [])
+        elif m := _LINE.match(raw):
+            current.append(Line(int(m[1], 16), m[2], m[3], m[4],
+                                int(m[5], 16) if m[5] else None))
+        else:
+            raise ValueError(f"{path}: line {raw!r} is neither a function header nor an "
+                             "instruction of lab.inspect's listing format")
+    return out
+
+
+def comparable(lines: list[Line]) -> list[str]:
+    """A function's instructions without what moves when anything else in the image moves:
+    offsets, RIP-relative displacements and the comments naming their symbols."""
+    return [re.sub(r"-?0x[0-9a-f]+\(%rip\)\s*(#.*)?$", "(%rip)", f"{x.mnemonic} {x.operands}")
+            for x in lines]
+
+
+MIGRATE_ENABLE = "__migrate_enable"
+"""gcc's out-of-line copy of ``migrate_enable()`` (``static inline`` in include/linux/sched.h),
+whose first load names the task's ``migration_disabled`` field in this build."""
+
+
+def migration_field(functions: dict[str, list[Line]]) -> str | None:
+    """The operand that reads ``current->migration_disabled`` in this kernel (``0x338(``):
+    the displacement of the first ``movzwl`` of :data:`MIGRATE_ENABLE`; None in a kernel
+    without it (``PREEMPT_DYNAMIC`` here), where no branch tests the nesting."""
+    for x in functions.get(MIGRATE_ENABLE, []):
+        if x.mnemonic == "movzwl" and (m := re.match(r"(-?0x[0-9a-f]+\()", x.operands)):
+            return m[1]
+    return None
+
+
+def _nested(run: list[Line], x: Line, field: str | None) -> bool:
+    """Whether ``x`` is ``migrate_enable()``'s test for an outer migrate_disable() (``ja`` after
+    ``cmp $0x1`` of the count): the benchmark's own outer one makes it taken on every call."""
+    return (field is not None and x.mnemonic == "ja" and len(run) >= 3
+            and run[-2].mnemonic == "cmp" and run[-2].operands.startswith("$0x1,")
+            and run[-3].mnemonic == "movzwl" and run[-3].operands.startswith(field))
+
+
+def _walk(lines: list[Line], function: str, start: int, field: str | None,
+          stop: Callable[[Line, int | None], bool]) -> list[Line]:
+    """The instructions the benchmark runs from ``lines[start]`` until ``stop(line, target)``
+    holds (the line counted): straight on, through unconditional jumps within the function, and
+    through the nesting test of :func:`_nested`; every other conditional branch falls through
+    (the fast path: lock free, sheaf neither empty nor full, no reschedule due)."""
+    at = {x.offset: k for k, x in enumerate(lines)}
+    run: list[Line] = []
+    k = start
+    while k < len(lines) and len(run) <= len(lines):
+        x = lines[k]
+        run.append(x)
+        target = _jump_target(x, function)
+        if stop(x, target):
+            return run
+        if target is not None and (x.mnemonic == "jmp" or _nested(run, x, field)):
+            k = at[target]
+        else:
+            k += 1
+    raise ValueError(f"{function}: the path from {lines[start].offset:#x} never stops")
+
+
+def callee_path(functions: dict[str, list[Line]], callee: str) -> list[Line] | None:
+    """A called function's path from its entry to its ``ret`` (:func:`_walk`), or None when it
+    ends in a tail call (``rt_spin_unlock()``'s ``jmp`` to ``__rcu_read_unlock()``) or has no
+    listing: its count then cancels only where both arms call it."""
+    lines = functions.get(callee)
+    if not lines:
+        return None
+    field = migration_field(functions)
+    run = _walk(lines, callee, 0, field, lambda x, t: x.mnemonic in ("ret", "jmp")
+                and not (x.mnemonic == "jmp" and t is not None))
+    return run if run[-1].mnemonic == "ret" else None
+
+
+def _jump_target(line: Line, function: str) -> int | None:
+    m = _WITHIN.search(line.operands)
+    return int(m[2], 16) if m and m[1] == function and line.mnemonic.startswith("j") else None
+
+
+@dataclass(frozen=True)
+class Site:
+    """A ``pw_sl`` site and the two arms the key chooses between, from the site to the point
+    where they rejoin: ``on``, the taken ``jmp`` and the block it leads to (empty when the target
+    lies on the inline path); ``off``, the NOP and the inline instructions up to that point. Each
+    arm's ``calls`` are the functions it calls."""
+
+    function: str
+    site: Line
+    on: list[Line]
+    off: list[Line]
+
+    @property
+    def block(self) -> list[Line]:
+        return self.on[1:]
+
+    def calls(self, arm: list[Line]) -> list[str]:
+        return [m[1] for x in arm if x.mnemonic == "call"
+                and (m := re.match(r"<(\S+)>", x.operands))]
+
+
+def pw_sites(functions: dict[str, list[Line]], function: str) -> list[Site]:
+    """Each ``pw_sl`` site of ``function`` with its two arms (:class:`Site`), walked as the
+    benchmark runs them (:func:`_walk`). If the inline path itself reaches the target (PREEMPT_RT's
+    lock sites jump forward over the hardirq/NMI test) the key-on arm is the jump alone and they
+    rejoin there; otherwise the key-on arm runs to its first jump back to an offset below the
+    target, and both rejoin where that jump goes."""
+    lines = functions[function]
+    at = {x.offset: k for k, x in enumerate(lines)}
+    field = migration_field(functions)
+    out = []
+    for k, site in enumerate(lines):
+        if site.key != PW_KEY:
+            continue
+        if site.target is None or site.target not in at or site.target < site.offset:
+            raise ValueError(f"{function}: the pw_sl site at {site.offset:#x} does not jump "
+                             "forward within the function")
+        rejoin = site.target
+        if not _reaches(lines, k, function, field, rejoin):
+            block = _walk(lines, function, at[site.target], field,
+                          lambda x, t, lo=site.target: t is not None and t < lo)
+            rejoin = _jump_target(block[-1], function)
+            if not _reaches(lines, k, function, field, rejoin):
+                raise ValueError(f"{function}: the block at {site.target:#x} of the pw_sl site "
+                                 f"at {site.offset:#x} does not rejoin the inline path")
+        else:
+            block = []
+        off = _walk(lines, function, k, field,
+                    lambda x, t, r=rejoin: t == r or _next_offset(lines, x) == r)
+        out.append(Site(function, site, [site, *block], off))
+    return out
+
+
+def _next_offset(lines: list[Line], x: Line) -> int | None:
+    k = lines.index(x)
+    return lines[k + 1].offset if k + 1 < len(lines) else None
+
+
+def _reaches(lines: list[Line], k: int, function: str, field: str | None, point: int) -> bool:
+    """Whether the inline path after the site at ``lines[k]`` reaches ``point`` (falling through
+    or jumping to it) before it leaves the function or jumps back to the site or before it."""
+    origin = lines[k].offset
+    try:
+        run = _walk(lines, function, k, field,
+                    lambda x, t: t == point or _next_offset(lines, x) == point
+                    or x.mnemonic == "ret" or (x.mnemonic == "jmp" and t is None)
+                    or (t is not None and t <= origin))
+    except ValueError:
+        return False
+    last = run[-1]
+    return _jump_target(last, function) == point or _next_offset(lines, last) == point
+
+
+ALLOC_FN, FREE_FN = "__kmalloc_noprof", "kfree"
+"""What kmalloc_bench's loops call: its size is a module parameter, so kmalloc() is the
+size-indexed ``__kmalloc_noprof()``, not the constant-size ``__kmalloc_cache_noprof()``."""
+
+
+def site_table(chosen: Chosen, variant: str) -> pd.DataFrame:
+    """Every ``pw_sl`` site in the allocation and free functions of ``variant``'s kernel: where
+    it is, the NOP it is while the key is off, where it jumps when on, the two arms' lengths and
+    calls, and the instructions per call each state adds: off, the NOP against a kernel without
+    the site (``key_off``); on against off (``on_minus_off``), the arms' lengths and the paths
+    of the functions only one arm calls (:func:`callee_path`; NaN if such a path is unknown)."""
+    functions = listings(listing_file(chosen, variant))
+    rows = []
+    for fn in (ALLOC_FN, FREE_FN):
+        for site in pw_sites(functions, fn):
+            on, off = site.calls(site.on), site.calls(site.off)
+            only = [(c, +1) for c in on if c not in off] + [(c, -1) for c in off if c not in on]
+            paths = {c: callee_path(functions, c) for c, _ in only}
+            rows.append({
+                "function": fn, "site": f"+{site.site.offset:#x}",
+                "nop": {"xchg": "2-byte", "nopl": "5-byte"}.get(site.site.mnemonic,
+                                                                 site.site.mnemonic),
+                "target": f"+{site.site.target:#x}", "on_arm": len(site.on),
+                "off_arm": len(site.off),
+                "calls": "; ".join(
+                    f"{'on' if sign > 0 else 'off'}: {c}"
+                    + (f" ({len(paths[c])})" if paths[c] is not None else "")
+                    for c, sign in only) or "same in both",
+                "key_off": 1,
+                "on_minus_off": float("nan") if any(p is None for p in paths.values()) else (
+                    len(site.on) - len(site.off)
+                    + sum(sign * len(paths[c]) for c, sign in only))})
+    return pd.DataFrame(rows)

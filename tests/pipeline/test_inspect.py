@@ -61,7 +61,9 @@ def test_a_listing_compares_across_images_whatever_the_addresses() -> None:
     assert one == other
     assert one.splitlines() == ["== free_to_pcs: 4 instructions, 16 bytes", "    0: push %rbx",
                                 "    1: nopl 0x0(%rax,%rax,1)", "    6: call <migrate_disable+0x4>",
-                                "    b: ret", "== alloc_from_pcs: no symbol of its own (inlined, or not in this kernel)"]
+                                "    b: ret",
+                                "== alloc_from_pcs: no symbol of its own (inlined, or not in "
+                                "this kernel)"]
     assert summary == {"free_to_pcs": {"instructions": 4, "bytes": 16},
                        "alloc_from_pcs": "no symbol"}
 

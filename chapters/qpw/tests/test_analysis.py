@@ -46,8 +46,9 @@ def test_the_isolation_rows_are_judged_for_direction_and_lockdep_is_a_check() ->
     rows = judged()
     isolation = rows[rows["table"] == qpw.ISOLATION_TABLE]
     # the four counts per request; the longest request and the loop's longest gap, each with
-    # and without the first request (which waits for the fair server)
-    assert len(isolation) == len(qpw.PER_TRIGGER) + 4
+    # and without the first request (which waits for the fair server); the median request of
+    # the boots whose requests are spaced past the server's period
+    assert len(isolation) == len(qpw.PER_TRIGGER) + 5
     assert (isolation["row_kind"] == verdicts.MECHANISM).all()
     assert set(isolation["verdict"]) <= {verdicts.DIRECTION, verdicts.INCONCLUSIVE,
                                          verdicts.CONTRADICTED}
@@ -58,6 +59,9 @@ def test_the_isolation_rows_are_judged_for_direction_and_lockdep_is_a_check() ->
     assert rows.loc["qpw-isolation-latency", "verdict"] == verdicts.DIRECTION
     assert rows.loc["qpw-isolation-latency-later", "verdict"] == verdicts.INCONCLUSIVE
     assert "n=3+3" in rows.loc["qpw-isolation-latency-later", "reason"]
+    # spaced, every request of the kernels that queue the drain waits: a decrease in every boot
+    spaced = rows.loc["qpw-isolation-latency-spaced"]
+    assert spaced["verdict"] == verdicts.DIRECTION and spaced["our_high"] < 0
     # syzbot's report before and after: two checks, each passed or failed
     for rid in ("qpw-lockdep-v4", "qpw-lockdep-syzbot"):
         assert rows.loc[rid, "row_kind"] == verdicts.CHECK
