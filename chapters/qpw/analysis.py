@@ -799,12 +799,12 @@ def request_waits(chosen: Chosen, kernels: dict[str, str]) -> pd.DataFrame:
                                        "to_kworker_ms"])
 
 
-def ipis_by_callsite(chosen: Chosen) -> pd.DataFrame:
-    """IPIs sent to CPU 1 inside the rounds of every isolation boot, by kernel, boot, round and
-    the function that sent them (``ttwu_queue_wakelist`` wakes the kworker;
+def ipis_by_callsite(chosen: Chosen, kernels: dict[str, str] = ISOLATED) -> pd.DataFrame:
+    """IPIs sent to CPU 1 inside the rounds of every isolation boot of ``kernels``, by kernel,
+    boot, round and the function that sent them (``ttwu_queue_wakelist`` wakes the kworker;
     ``generic_exec_single`` is a function call on CPU 1 that the drain did not ask for)."""
     rows = []
-    for label, variant in ISOLATED.items():
+    for label, variant in kernels.items():
         for rep, path in isolation_outputs(chosen, variant):
             trace, _ = isolation_trace(path)
             sent = trace[trace["event"].str.startswith("ipi_send") & (trace["round"] >= 0)]
@@ -894,8 +894,8 @@ def listings(path: Path) -> dict[str, list[Line]]:
 def comparable(lines: list[Line]) -> list[str]:
     """A function's instructions without what moves when anything else in the image moves:
     offsets, RIP-relative displacements and the comments naming their symbols."""
-    return [re.sub(r"-?0x[0-9a-f]+\(%rip\)\s*(#.*)?$", "(%rip)", f"{x.mnemonic} {x.operands}")
-            for x in lines]
+    return [re.sub(r"-?0x[0-9a-f]+\(%rip\)", "(%rip)",
+                   re.sub(r"\s*#.*$", "", f"{x.mnemonic} {x.operands}")) for x in lines]
 
 
 MIGRATE_ENABLE = "__migrate_enable"
