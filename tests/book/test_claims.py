@@ -128,8 +128,6 @@ TYPED: dict[tuple[str, str], tuple[str, ...]] = {
     ("qpw.md", "The v1 thread turned into a design discussion"): ("not ours", HISTORY),
     ("qpw.md", "by our reading of the patched tree it need not"): ("not ours", CODE),
     ("qpw.md", "Here that message is `Watchdog remote CPU 1 read timed out`"): ("not ours", CODE),
-    ("qpw.md", "They were fast because they all fell before that deadline"):
-        ("asserted", "notebooks/qpw.md", "qpw-fair-server-explains-first-request"),
     ("qpw.md", "The notebook pools each variant's boots from every run"): ("not ours", CODE),
     ("qpw.md", "The timed kernels lack `CONFIG_BUG` too"): ("not ours", CODE),
     ("qpw.md", "3/4 drops the static initialisers of the LRU batches' locks"): ("not ours", CODE),
