@@ -16,8 +16,8 @@
  * something, so a single write before the loop would make only the first
  * round find work.  With a pause, the parent waits that long after the page
  * is written before it triggers: requests spaced more than the fair
- * server's period apart (1 s) each find it idle, where back-to-back requests
- * find it already running.
+ * server's period apart (1 s) each find its deadline passed and wait out a
+ * new deferral, where back-to-back requests restart it before its deadline.
  *
  * Output, one line per round, then totals (chapters/qpw/parse.py):
  *   round=<n> trigger_ns=<write latency> max_gap_ns=<n> gaps=<n> nvcsw=<n> nivcsw=<n>
