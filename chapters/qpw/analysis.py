@@ -739,8 +739,9 @@ def fair_server_wait(chosen: Chosen, kernels: dict[str, str] = ISOLATED) -> pd.D
     first run (segments whose task left the CPU at a priority of 100 or more): the server is
     charged for that time (``dl_server_update_idle()`` and the fair class's ``update_curr()``),
     which moves its zero-laxity timer later (``dl_server_timer()`` re-arms it when more than
-    ``dl_server_min_res``, 1 ms, of runtime has been consumed). A kernel whose kworker never ran on CPU 1
-    has NaN for the kworker's columns. ``kernels``: one pattern's kernels (:data:`PATTERNS`)."""
+    ``dl_server_min_res``, 1 ms, of runtime has been consumed). A kernel whose kworker never
+    ran on CPU 1 has NaN for the kworker's columns. ``kernels``: one pattern's kernels
+    (:data:`PATTERNS`)."""
     zero_laxity = FAIR_SERVER_PERIOD_MS - FAIR_SERVER_RUNTIME_MS
     rows = []
     for label, variant in kernels.items():
