@@ -291,8 +291,9 @@ def listings(nm_text: str, objdump: dict[str, str],
     """Listings of the functions a chapter names (``inspect: listings``), each from its own
     ``objdump --disassemble=<name>`` text, with their static-branch sites annotated
     (:func:`static_branches`): the listing file (``== name`` then its lines, per function; a
-    function with no out-of-line copy is listed as inlined) and, for the manifest, each
-    function's instruction and byte counts and static-branch sites, or ``inlined``."""
+    function without a symbol is listed as such: inlined everywhere, or not in this kernel) and,
+    for the manifest, each function's instruction and byte counts and static-branch sites, or
+    ``no symbol``."""
     syms = symbols(nm_text)
     text: list[str] = []
     summary: dict[str, Any] = {}

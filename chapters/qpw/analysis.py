@@ -923,11 +923,13 @@ def _nested(run: list[Line], x: Line, field: str | None) -> bool:
 
 
 def _walk(lines: list[Line], function: str, start: int, field: str | None,
-          stop: Callable[[Line, int | None], bool]) -> list[Line]:
-    """The instructions the benchmark runs from ``lines[start]`` until ``stop(line, target)``
-    holds (the line counted): straight on, through unconditional jumps within the function, and
-    through the nesting test of :func:`_nested`; every other conditional branch falls through
-    (the fast path: lock free, sheaf neither empty nor full, no reschedule due)."""
+          stop: Callable[[Line, int | None, int | None], bool]) -> list[Line]:
+    """The instructions the benchmark runs from ``lines[start]`` until ``stop(line, target,
+    next)`` holds (the line counted; ``target``, the offset it jumps to within the function,
+    ``next``, the offset it falls through to): straight on, through unconditional jumps within
+    the function, and through the nesting test of :func:`_nested`; every other conditional
+    branch falls through (the fast path: lock free, sheaf neither empty nor full, no
+    reschedule due)."""
     at = {x.offset: k for k, x in enumerate(lines)}
     run: list[Line] = []
     k = start
@@ -935,7 +937,7 @@ def _walk(lines: list[Line], function: str, start: int, field: str | None,
         x = lines[k]
         run.append(x)
         target = _jump_target(x, function)
-        if stop(x, target):
+        if stop(x, target, lines[k + 1].offset if k + 1 < len(lines) else None):
             return run
         if target is not None and (x.mnemonic == "jmp" or _nested(run, x, field)):
             k = at[target]
@@ -952,7 +954,7 @@ def callee_path(functions: dict[str, list[Line]], callee: str) -> list[Line] | N
     if not lines:
         return None
     field = migration_field(functions)
-    run = _walk(lines, callee, 0, field, lambda x, t: x.mnemonic in ("ret", "jmp")
+    run = _walk(lines, callee, 0, field, lambda x, t, _: x.mnemonic in ("ret", "jmp")
                 and not (x.mnemonic == "jmp" and t is not None))
     return run if run[-1].mnemonic == "ret" else None
 
@@ -973,10 +975,6 @@ class Site:
     site: Line
     on: list[Line]
     off: list[Line]
-
-    @property
-    def block(self) -> list[Line]:
-        return self.on[1:]
 
     def calls(self, arm: list[Line]) -> list[str]:
         return [m[1] for x in arm if x.mnemonic == "call"
@@ -1002,37 +1000,35 @@ def pw_sites(functions: dict[str, list[Line]], function: str) -> list[Site]:
         rejoin = site.target
         if not _reaches(lines, k, function, field, rejoin):
             block = _walk(lines, function, at[site.target], field,
-                          lambda x, t, lo=site.target: t is not None and t < lo)
+                          lambda x, t, _, lo=site.target: t is not None and t < lo)
             rejoin = _jump_target(block[-1], function)
             if not _reaches(lines, k, function, field, rejoin):
                 raise ValueError(f"{function}: the block at {site.target:#x} of the pw_sl site "
                                  f"at {site.offset:#x} does not rejoin the inline path")
         else:
             block = []
-        off = _walk(lines, function, k, field,
-                    lambda x, t, r=rejoin: t == r or _next_offset(lines, x) == r)
+        off = _walk(lines, function, k, field, lambda x, t, nxt, r=rejoin: r in (t, nxt))
         out.append(Site(function, site, [site, *block], off))
     return out
-
-
-def _next_offset(lines: list[Line], x: Line) -> int | None:
-    k = lines.index(x)
-    return lines[k + 1].offset if k + 1 < len(lines) else None
 
 
 def _reaches(lines: list[Line], k: int, function: str, field: str | None, point: int) -> bool:
     """Whether the inline path after the site at ``lines[k]`` reaches ``point`` (falling through
     or jumping to it) before it leaves the function or jumps back to the site or before it."""
     origin = lines[k].offset
+    arrived = []
+
+    def stop(x: Line, t: int | None, nxt: int | None) -> bool:
+        if point in (t, nxt):
+            arrived.append(x)
+            return True
+        return (x.mnemonic == "ret" or (x.mnemonic == "jmp" and t is None)
+                or (t is not None and t <= origin))
     try:
-        run = _walk(lines, function, k, field,
-                    lambda x, t: t == point or _next_offset(lines, x) == point
-                    or x.mnemonic == "ret" or (x.mnemonic == "jmp" and t is None)
-                    or (t is not None and t <= origin))
+        _walk(lines, function, k, field, stop)
     except ValueError:
         return False
-    last = run[-1]
-    return _jump_target(last, function) == point or _next_offset(lines, last) == point
+    return bool(arrived)
 
 
 ALLOC_FN, FREE_FN = "__kmalloc_noprof", "kfree"
