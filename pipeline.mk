@@ -11,9 +11,9 @@ RUN ?=
 KB_CACHE = $${KERNEL_BOOK_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/kernel-book}
 # python3-venv for the project's virtual environment with Debian's python3; uidmap and passwd
 # (newuidmap, useradd) for making the toolchain root and the test's user without root; tar and
-# xz-utils unpack the kernel tarball.
+# xz-utils unpack the kernel tarball; e2fsprogs formats the disk of a machine that has one.
 PIPELINE_DEBS := qemu-system-x86 mmdebstrap bubblewrap uidmap passwd git tar xz-utils \
-	python3-venv
+	python3-venv e2fsprogs
 CHAPTERS_LIST = $(notdir $(patsubst %/chapter.yaml,%,$(wildcard chapters/*/chapter.yaml)))
 
 .PHONY: reproduce reparse check-chapters pipeline-deps help-pipeline toolchain-lock

@@ -147,7 +147,7 @@ def _machine(d: dict[str, Any]) -> Machine:
     numa = tuple({k: str(v) for k, v in n.items()} for n in d.get("numa", []))
     return Machine(str(d.get("memory", "512M")), int(d.get("cpus", 1)),
                    int(d.get("sockets", 1)), int(d.get("threads", 1)), numa,
-                   str(d.get("cpu_model", "max")))
+                   str(d.get("cpu_model", "max")), str(d.get("disk", "")))
 
 
 def load(chapter: chapters.Chapter | str, accel: str | None = None, reps: int | None = None,

@@ -340,10 +340,16 @@ def cmd_boot(a: argparse.Namespace) -> None:
                              f"built ({tools_bin}); list it under tools: programs in "
                              f"{exp.path}")
         cmdline = vm.kernel_cmdline(v.cmdline)
+        disk = tmp / "disk.img" if v.machine.disk else None
+        mkfs = vm.make_disk(disk, v.machine.disk) if disk else []
         argv = vm.qemu_command(artifacts / "bzImage",
                                Path(read_json(a.root)["root"]), tmp / "job", tmp / "out",
-                               accel["used"], v.machine, cmdline, initrd)
-        result = vm.boot(argv, console, exp.boot_timeout, label)
+                               accel["used"], v.machine, cmdline, initrd, disk)
+        try:
+            result = vm.boot(argv, console, exp.boot_timeout, label)
+        finally:  # the image is scratch: the guest's results are in out/
+            if disk:
+                disk.unlink(missing_ok=True)
         sums = vm.verify_output(tmp / "out", label)
         status = dict(line.split() for line in (tmp / "out" / "status.txt").read_text()
                       .splitlines() if line.strip())
@@ -356,6 +362,7 @@ def cmd_boot(a: argparse.Namespace) -> None:
                                  f"stderr: {err.strip() or '(empty)'}; console: {console}")
         stamp.update(variant=v.name, rep=int(a.rep), accel=accel["used"],
                      accel_requested=v.accel, accel_why=accel["why"], qemu_argv=argv,
+                     **({"disk_mkfs": mkfs} if mkfs else {}),
                      cmdline=cmdline, boot_to_result_seconds=result.seconds_to_done,
                      output_sha256=sums)
     shutil.rmtree(tmp / "job")
@@ -463,9 +470,12 @@ def cmd_publish(a: argparse.Namespace) -> None:
                 "accel_why": sorted({r["accel_why"] for r in reps}),
                 "machine": {"memory": v.machine.memory, "cpus": v.machine.cpus,
                             "sockets": v.machine.sockets, "threads": v.machine.threads,
-                            "numa": list(v.machine.numa), "cpu_model": v.machine.cpu_model},
+                            "numa": list(v.machine.numa), "cpu_model": v.machine.cpu_model,
+                            **({"disk": v.machine.disk} if v.machine.disk else {})},
                 "guest": reps[0]["guest"] if reps else {},
                 "qemu_argv": [portable(x) for x in reps[0]["qemu_argv"]] if reps else [],
+                **({"disk_mkfs": [portable(x) for x in reps[0]["disk_mkfs"]]}
+                   if reps and "disk_mkfs" in reps[0] else {}),
                 "boot_to_result_seconds": [r["boot_to_result_seconds"] for r in reps],
                 "build": {"variant": bname, "build_seconds": build_seconds[bname],
                           **_image_fields(built)},

@@ -7,6 +7,10 @@ all go into the manifest. Three 9p shares connect guest and host: the root (read
 boot's job directory (read-only: guest init, workload scripts, programs) and the results
 directory (the only thing the guest writes).
 
+A machine may also have a disk: a raw image formatted ext2 on the host before each boot (the
+toolchain root has no mkfs) and attached as a single-queue virtio-blk device, ``/dev/vda`` in the
+guest, for workloads that need a block-backed filesystem (buffer heads, writeback).
+
 KVM is chosen only after a real probe: a 512-byte boot sector that writes one byte to the
 serial port and exits through isa-debug-exit must finish within a timeout. ``/dev/kvm`` can
 exist while KVM guests hang, and a file-existence test would then hang every run.
@@ -18,6 +22,7 @@ import hashlib
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -144,6 +149,8 @@ class Machine:
     threads: int = 1
     numa: tuple[dict[str, str], ...] = ()
     cpu_model: str = "max"
+    disk: str = ""
+    """Size of the ext2 scratch disk (``64M``), or empty for none."""
 
     def args(self) -> list[str]:
         """QEMU memory, CPU, topology and NUMA options."""
@@ -187,20 +194,56 @@ def kernel_cmdline(extra: str = "") -> str:
     return f"{base}{tail} init=/bin/sh -- -c \"{SHIM}\""
 
 
+DISK_UUID = "6b62646b-0000-4000-8000-000000000001"
+"""Fixed file-system UUID and directory hash seed: with the creation time pinned too
+(``E2FSPROGS_FAKE_TIME``), the same mke2fs writes the same image on every machine."""
+
+
+def mke2fs() -> str:
+    """The host's mke2fs: Debian puts it in /usr/sbin, which an ordinary user's PATH lacks."""
+    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    found = shutil.which("mke2fs", path=path)
+    if found is None:
+        raise StageError("missing host tool: mke2fs (a machine with a disk: formats it before "
+                         "each boot); install it with `apt-get install e2fsprogs` (as root), "
+                         "or run `make pipeline-deps`")
+    return found
+
+
+def make_disk(image: Path, size: str) -> list[str]:
+    """Write a fresh ext2 image of ``size`` at ``image`` (replacing any file there) and return
+    the command that made it, for the run record. Every boot starts from the same empty disk."""
+    image.unlink(missing_ok=True)
+    argv = [mke2fs(), "-q", "-F", "-t", "ext2", "-b", "4096", "-L", "kbdisk", "-U", DISK_UUID,
+            "-E", f"hash_seed={DISK_UUID},root_owner=0:0", str(image), size]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False,
+                          env={**os.environ, "E2FSPROGS_FAKE_TIME": "1"})
+    if proc.returncode != 0:
+        raise StageError(f"mke2fs could not format {image}: "
+                         f"{(proc.stderr or proc.stdout).strip()}\n  command: "
+                         + " ".join(argv))
+    return argv
+
+
 def qemu_command(kernel: Path, root: Path, job: Path, out: Path, accel: str, machine: Machine,
-                 cmdline: str, initrd: Path | None = None) -> list[str]:
+                 cmdline: str, initrd: Path | None = None,
+                 disk: Path | None = None) -> list[str]:
     """The full QEMU command line of one boot; ``initrd``, if given, is unpacked into the
     kernel's rootfs before the 9p root is mounted (an archive without ``/init`` does not
-    replace the root: it only puts files into the page cache early in boot)."""
+    replace the root: it only puts files into the page cache early in boot). ``disk`` (the
+    image :func:`make_disk` wrote) becomes a virtio-blk device with one queue, so its
+    interrupt is a single vector that ``irqaffinity=`` can keep off an isolated CPU."""
     shares = []
     for tag, path, ro in (("kbroot", root, True), ("kbjob", job, True), ("kbout", out, False)):
         shares += ["-fsdev", f"local,id={tag},path={path},security_model=none"
                    + (",readonly=on" if ro else ""),
                    "-device", f"virtio-9p-pci,fsdev={tag},mount_tag={tag}"]
+    drive = ["-drive", f"file={disk},if=none,id=kbdisk,format=raw",
+             "-device", "virtio-blk-pci,drive=kbdisk,num-queues=1"] if disk else []
     return [QEMU, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-machine", "pc", *accel_args(accel, machine), *machine.args(),
             "-kernel", str(kernel), *(["-initrd", str(initrd)] if initrd else []),
-            "-append", cmdline, *shares, "-serial", "stdio"]
+            "-append", cmdline, *shares, *drive, "-serial", "stdio"]
 
 
 @dataclass

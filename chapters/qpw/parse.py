@@ -30,6 +30,8 @@ then; a re-parse says the same). A workload of another role prints ``role=``, ``
   their sums over the rounds without the prefix (``work_on_victim``,
   ...) and ``rounds``; ``work.<function>`` per work function that started on CPU 1 inside a
   round, and ``outside.work_on_victim`` for the work that ran there between rounds;
+  ``victim_on_disk`` (1: the victim's file is on the ext2 disk, 0: on tmpfs) when the script
+  says which (``victim_fs=``);
 * ``warnings`` (``lockdep.sh`` of the runs before the debug kernels): ``warnings`` (every
   ``WARNING:`` line of the boot's log), ``pw_assert_warnings`` (those raised in SLUB's sheaf
   paths, syzbot's report);
@@ -65,6 +67,9 @@ _SHEAF_WARNING = re.compile(r"\b(sheaf_try_flush_main|__pcs_replace_empty_main|"
 PER_ROUND = ("work_on_victim", "work_queued_to_victim", "ipis_to_victim",
              "ipi_handlers_on_victim", "switches_on_victim")
 """Counts of kernel events concerning CPU 1 inside one round (the trace's part of a row)."""
+VICTIM_FS = ("tmpfs", "ext2")
+"""Where the victim's file lives (``victim_fs=``): tmpfs, or the ext2 disk whose writes leave
+a buffer head in the victim CPU's buffer-head LRU (``victim_on_disk`` 1)."""
 LRU_PROBE = ("lru_adds_on_victim", "lru_adds_on_other_cpu")
 """Folios that entered the LRU inside one round, on CPU 1 and on another CPU (the
 ``mm_lru_insertion`` probe of the runs from 2026-11-26 on, announced by ``lru_probe=1``)."""
@@ -183,7 +188,8 @@ def isolation(text: str, source: str) -> list[tuple[str, float]]:
     rows, found = _role(text, source, "isolation", "victim", "trace")
     if found is None:
         return rows
-    probe = keyvalue.fields("\n".join(_sections(text, source)[0])).get("lru_probe") == "1"
+    top = keyvalue.fields("\n".join(_sections(text, source)[0]))
+    probe = top.get("lru_probe") == "1"
     head = keyvalue.fields("\n".join(found["victim"]))
     rounds = int(head.get("rounds", "0"))
     if rounds < 1:
@@ -231,6 +237,11 @@ def isolation(text: str, source: str) -> list[tuple[str, float]]:
         if event == "workqueue_execute_start" and (fn := _WORK_FN.search(detail)):
             functions[fn[1]] += 1
     rows.append(("rounds", float(rounds)))
+    if "victim_fs" in top:  # runs before 2026-11-27 wrote to tmpfs only
+        if top["victim_fs"] not in VICTIM_FS:
+            raise StageError(f"{source}: victim_fs={top['victim_fs']!r} is not one of "
+                             f"{', '.join(VICTIM_FS)}")
+        rows.append(("victim_on_disk", float(top["victim_fs"] == "ext2")))
     if "pause_ms" in head:  # runs before 2026-11-26 had back-to-back requests only
         rows.append(("pause_ms", float(head["pause_ms"])))
     for n, r in per.items():

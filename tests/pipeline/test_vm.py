@@ -63,6 +63,35 @@ def test_qemu_command_shares_root_and_job_read_only(tmp_path) -> None:
     assert "-no-reboot" in argv
 
 
+def test_a_disk_is_one_virtio_blk_queue_and_absent_otherwise(tmp_path) -> None:
+    without = vm.qemu_command(tmp_path / "bzImage", tmp_path / "root", tmp_path / "job",
+                              tmp_path / "out", "tcg", vm.Machine(), "x")
+    assert "-drive" not in without
+    argv = vm.qemu_command(tmp_path / "bzImage", tmp_path / "root", tmp_path / "job",
+                           tmp_path / "out", "tcg", vm.Machine(disk="64M"), "x",
+                           disk=tmp_path / "disk.img")
+    drive = argv[argv.index("-drive") + 1]
+    assert drive.startswith(f"file={tmp_path / 'disk.img'},") and "format=raw" in drive
+    assert "virtio-blk-pci,drive=kbdisk,num-queues=1" in argv
+
+
+def test_the_disk_is_ext2_and_the_same_bytes_on_every_boot(tmp_path) -> None:
+    first, second = tmp_path / "a.img", tmp_path / "b.img"
+    second.write_bytes(b"an earlier boot's disk")
+    argv = vm.make_disk(first, "8M")
+    vm.make_disk(second, "8M")
+    data = first.read_bytes()
+    assert len(data) == 8 << 20
+    assert data[1080:1082] == b"\x53\xef", "no ext2 superblock magic at offset 1080"
+    assert "ext2" in argv and first.name in argv[-2]
+    assert hashlib.sha256(data).digest() == hashlib.sha256(second.read_bytes()).digest()
+
+
+def test_a_disk_that_cannot_be_made_names_the_file(tmp_path) -> None:
+    with pytest.raises(StageError, match=r"mke2fs could not format .*tiny\.img"):
+        vm.make_disk(tmp_path / "tiny.img", "1M0")
+
+
 def test_real_consoles_are_classified() -> None:
     def kinds(name: str) -> list[str]:
         text = (FIXTURES / name).read_text()

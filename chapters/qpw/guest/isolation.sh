@@ -1,8 +1,11 @@
 #!/bin/sh
 # qpw chapter, isolation kernels (isolcpus=domain,managed_irq,1 irqaffinity=0): ROUNDS drains
 # of the per-CPU LRU batches requested on CPU 0 while a SCHED_FIFO loop runs on the isolated
-# CPU 1 (guest/drainvictim.c). Before each round the victim writes one new tmpfs page, so its
-# CPU's batch holds a folio and lru_add_drain_all() has work for CPU 1 every round.
+# CPU 1 (guest/drainvictim.c). Before each round the victim writes one new page of a file, so
+# its CPU's batch holds a folio and lru_add_drain_all() has work for CPU 1 every round. The
+# file is on tmpfs, or with qpw.disk=1 on the ext2 disk at /dev/vda (chapter.yaml machine:
+# disk:), where each new page allocates a block through the block bitmap's buffer head and so
+# also leaves a buffer head in CPU 1's buffer-head LRU.
 #
 # The kernel's own account comes from trace events, restricted to what concerns CPU 1: work
 # items that started on it and work queued for it, IPIs sent to it and the IPI handlers it
@@ -49,11 +52,18 @@ event irq_vectors/call_function_entry "common_cpu == 1"
 event pagemap/mm_lru_insertion ""
 echo "lru_probe=1"
 
-mkdir -p $W/shm
-mount -t tmpfs -o size=64m victim $W/shm || fail "mount tmpfs for the victim's file"
+mkdir -p $W/victim
+if tr ' ' '\n' < /proc/cmdline | grep -qx 'qpw.disk=1'; then
+	[ -b /dev/vda ] || fail "qpw.disk=1 but no /dev/vda (machine: disk: in chapter.yaml, CONFIG_VIRTIO_BLK)"
+	mount -t ext2 /dev/vda $W/victim || fail "mount the ext2 disk /dev/vda for the victim's file"
+	echo "victim_fs=ext2"
+else
+	mount -t tmpfs -o size=64m victim $W/victim || fail "mount tmpfs for the victim's file"
+	echo "victim_fs=tmpfs"
+fi
 mark rounds
 echo 1 > $T/tracing_on
-$BIN/drainvictim 1 0 "${ROUNDS:-20}" $W/shm "${PAUSE_MS:-0}" > $W/victim.out 2> $W/victim.err
+$BIN/drainvictim 1 0 "${ROUNDS:-20}" $W/victim "${PAUSE_MS:-0}" > $W/victim.out 2> $W/victim.err
 rc=$?
 echo 0 > $T/tracing_on
 echo "== victim"

@@ -118,6 +118,17 @@ def test_the_lru_probe_counts_insertions_by_cpu_only_where_the_script_announced_
         parse.isolation(probed.replace("lru_probe=1\n", ""), "fixture")
 
 
+def test_the_victims_file_system_is_a_row_only_where_the_script_named_it() -> None:
+    on_disk = dict(parse.isolation(ISO.replace("== victim\n", "victim_fs=ext2\n== victim\n"),
+                                   "fixture"))
+    on_tmpfs = dict(parse.isolation(ISO.replace("== victim\n", "victim_fs=tmpfs\n== victim\n"),
+                                    "fixture"))
+    assert on_disk["victim_on_disk"] == 1 and on_tmpfs["victim_on_disk"] == 0
+    assert "victim_on_disk" not in dict(parse.isolation(ISO, "fixture"))
+    with pytest.raises(StageError, match="victim_fs='xfs' is not one of tmpfs, ext2"):
+        parse.isolation(ISO.replace("== victim\n", "victim_fs=xfs\n== victim\n"), "fixture")
+
+
 @pytest.mark.parametrize("broken, message", [
     (ISO.replace("kb-round 7 end", "kb-round 7 ended"), "round 7 lacks its begin or end"),
     (ISO.replace("round=3 max_gap_ns", "round=3 max_gapx"), "round 3 lacks"),
