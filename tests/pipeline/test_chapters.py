@@ -71,6 +71,22 @@ def test_a_chapter_without_experiment_cannot_be_reproduced(here: Path) -> None:
         chapters.select("bare")
 
 
+def test_a_chapter_is_read_again_when_a_file_it_names_changes(here: Path) -> None:
+    """discover() keeps its last result until one of its inputs changes: a rewrite in the same
+    clock tick with the same size, and a fragment that disappears, are both seen."""
+    d = write_chapter(here, "again", "title: first\n")
+    assert chapters.get("again").title == "first"
+    assert chapters.discover() == chapters.discover()
+    (d / "chapter.yaml").write_text("title: other\n")
+    assert chapters.get("again").title == "other"
+    write_chapter(here, "frag", SMOKE_LIKE.replace("[boot]", "[mine]"),
+                  **{"configs/mine.config": "CONFIG_X=y\n"})
+    assert chapters.get("frag").title == "t"
+    (here / "frag" / "configs" / "mine.config").unlink()
+    with pytest.raises(StageError, match="config fragment 'mine' not found"):
+        chapters.get("frag")
+
+
 def test_unknown_chapter_lists_the_chapters() -> None:
     with pytest.raises(StageError, match=r"no chapter 'nope': chapters are .*smoke"):
         chapters.select("nope")
