@@ -1,6 +1,7 @@
 #!/bin/sh
-# qpw chapter, isolation kernels (isolcpus=domain,managed_irq,1 irqaffinity=0): ROUNDS drains
-# of the per-CPU LRU batches requested on CPU 0 while a SCHED_FIFO loop runs on the isolated
+# qpw chapter, isolation kernels (isolcpus=domain,managed_irq,1 irqaffinity=0, or with the disk
+# also nohz_full=1 isolcpus=managed_irq,1 without domain): ROUNDS drains of the per-CPU LRU
+# batches requested on CPU 0 while a SCHED_FIFO loop runs on the isolated
 # CPU 1 (guest/drainvictim.c). Before each round the victim writes one new page of a file, so
 # its CPU's batch holds a folio and lru_add_drain_all() has work for CPU 1 every round. The
 # file is on tmpfs, or with qpw.disk=1 on the ext2 disk at /dev/vda (chapter.yaml machine:
@@ -23,8 +24,11 @@ environment
 # the command line asks for fewer, spaced by a pause
 ROUNDS=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^qpw\.rounds=//p')
 PAUSE_MS=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^qpw\.pause_ms=//p')
+# isolated from the scheduler's domains (isolcpus=domain), or at least from the tick and the
+# unbound work (nohz_full=)
 [ "$(cat /sys/devices/system/cpu/isolated)" = 1 ] ||
-	fail "CPU 1 is not isolated (isolcpus= on the command line: chapter.yaml)"
+	[ "$(cat /sys/devices/system/cpu/nohz_full 2>/dev/null)" = 1 ] ||
+	fail "CPU 1 is neither isolated nor nohz_full (isolcpus= or nohz_full= on the command line: chapter.yaml)"
 mount -t tracefs nodev $T 2>/dev/null
 [ -w $T/trace_marker ] || fail "no tracefs at $T (CONFIG_FTRACE)"
 
