@@ -93,7 +93,19 @@ page: more than the fair server's period apart."""
 NOHZ = {"pwlocks=0": "iso-nohz-pw-0", "pwlocks=1": "iso-nohz-pw-1"}
 """A full-dynticks build with ``nohz_full=1`` besides ``isolcpus=``, requests back to back;
 ``pwlocks=0`` queues the drain on CPU 1 as the unpatched kernel does."""
-PATTERNS = {"back to back": ISOLATED, "spaced": SPACED, "nohz_full": NOHZ}
+DISK = {"unpatched": "iso-disk-unpatched", "pwlocks=0": "iso-disk-pw-0",
+        "pwlocks=1": "iso-disk-pw-1"}
+"""The back-to-back kernels built with a virtio-blk disk and ext2, the victim's file on it
+(``qpw.disk=1``): each page it writes allocates a block through the block bitmap's buffer
+head, which ``bh_lru_install()`` keeps out of CPU 1's buffer-head LRU because
+``isolcpus=domain`` isolates CPU 1 (``cpu_is_isolated()``)."""
+DISK_NOHZ = {"unpatched": "iso-disk-nohz-unpatched", "pwlocks=0": "iso-disk-nohz-pw-0",
+             "pwlocks=1": "iso-disk-nohz-pw-1"}
+"""The same disk victim on full-dynticks builds, CPU 1 isolated with ``nohz_full=1`` and
+``isolcpus=managed_irq,1`` but not ``domain``: there the buffer head enters CPU 1's LRU, and
+2/4's drain has work on CPU 1."""
+PATTERNS = {"back to back": ISOLATED, "spaced": SPACED, "nohz_full": NOHZ, "ext2 disk": DISK,
+            "ext2 disk nohz_full": DISK_NOHZ}
 """Each way the isolation experiment ran: pattern -> its kernels."""
 LRU_PROBE = {"lru_adds_on_victim": "folios that entered the LRU on CPU 1",
              "lru_adds_on_other_cpu": "folios that entered the LRU on CPU 0"}
@@ -271,6 +283,18 @@ def work_functions(chosen: Chosen, kernels: dict[str, str] = ISOLATED) -> pd.Dat
             rows.append({"kernel": label, "function": metric.removeprefix("work."),
                          "items": v.sum(), "triggers": triggers})
     return pd.DataFrame(rows, columns=["kernel", "function", "items", "triggers"])
+
+
+def work_per_request(chosen: Chosen, patterns: dict[str, dict[str, str]]) -> pd.DataFrame:
+    """Work items that started on the isolated CPU inside drain requests, per request, by
+    pattern, kernel and function (one row each; a function that never ran in a kernel has no
+    row there)."""
+    rows = []
+    for pattern, kernels in patterns.items():
+        for r in work_functions(chosen, kernels).to_dict("records"):
+            rows.append({"pattern": pattern, "kernel": r["kernel"], "function": r["function"],
+                         "per_request": r["items"] / r["triggers"]})
+    return pd.DataFrame(rows, columns=["pattern", "kernel", "function", "per_request"])
 
 
 def debug_boot(chosen: Chosen, variant: str, rep: int = 1) -> pd.Series:
@@ -574,7 +598,49 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
             ours=f"{spaced['unpatched'].mean():,.2f} -> {spaced['pwlocks=1'].mean():,.2f} ms; "
                  f"{verdict.change.describe()}",
             verdict=verdict, measured=[chosen[SPACED["unpatched"]], chosen[SPACED["pwlocks=1"]]]))
+    if {DISK_NOHZ["unpatched"], DISK_NOHZ["pwlocks=1"]} <= set(chosen):
+        rows += _disk_rows(chosen)
     return rows
+
+
+def _disk_rows(chosen: Chosen) -> list[dict]:
+    """unpatched -> pwlocks=1 with the disk victim on a CPU isolated by nohz_full= alone, where
+    2/4's buffer-head drain stays a work item: the work items per request and the longest
+    request per boot."""
+    boots = {k: part.set_index("rep") for k, part in
+             isolation_per_trigger(chosen, DISK_NOHZ).groupby("kernel")}
+    limits = _limits(chosen, DISK_NOHZ["pwlocks=1"])
+    measured = [chosen[DISK_NOHZ["unpatched"]], chosen[DISK_NOHZ["pwlocks=1"]]]
+    flagged = tuple(runs.clock_flags(chosen[DISK_NOHZ[k]], DISK_NOHZ[k])
+                    for k in ("unpatched", "pwlocks=1"))
+    row = "unpatched -> PWLOCKS=y, pwlocks=1; victim's file on ext2, CPU 1 nohz_full"
+    work = verdicts.judge_boots(
+        boots["unpatched"]["work_on_victim"], boots["pwlocks=1"]["work_on_victim"],
+        lambda c: verdicts.judge_direction(
+            c, -1, "fewer work items started on the isolated CPU (the series' purpose), when "
+            "that CPU holds a buffer head", limits, margin=verdicts.MARGINS["per request"]),
+        measure=lambda b, p: stats.point_change(b, p, unit=" per request"))
+    latency = verdicts.judge_boots(
+        boots["unpatched"]["latency_max_ms"], boots["pwlocks=1"]["latency_max_ms"],
+        lambda c: verdicts.judge_direction(
+            c, -1, "that the requester no longer waits for a kworker behind the isolated "
+            "CPU's FIFO loop, when that CPU holds a buffer head", limits,
+            margin=verdicts.MARGINS["time"]), flagged=flagged)
+    return [
+        _row("qpw-isolation-work-on-victim-disk", table=ISOLATION_TABLE, row=row,
+             column="mechanism: work items started on the isolated CPU, per drain request",
+             cited=NO_CITED,
+             ours=f"{boots['unpatched']['work_on_victim'].mean():.2f} -> "
+                  f"{boots['pwlocks=1']['work_on_victim'].mean():.2f}; "
+                  f"{work.change.describe()}",
+             verdict=work, measured=measured),
+        _row("qpw-isolation-latency-disk", table=ISOLATION_TABLE, row=row,
+             column="mechanism: longest drain request on CPU 0 per boot (emulated time)",
+             cited=NO_CITED,
+             ours=f"{boots['unpatched']['latency_max_ms'].mean():,.2f} -> "
+                  f"{boots['pwlocks=1']['latency_max_ms'].mean():,.2f} ms; "
+                  f"{latency.change.describe()}",
+             verdict=latency, measured=measured)]
 
 
 def _lockdep_rows(chosen: Chosen) -> list[dict]:

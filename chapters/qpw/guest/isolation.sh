@@ -5,8 +5,8 @@
 # CPU 1 (guest/drainvictim.c). Before each round the victim writes one new page of a file, so
 # its CPU's batch holds a folio and lru_add_drain_all() has work for CPU 1 every round. The
 # file is on tmpfs, or with qpw.disk=1 on the ext2 disk at /dev/vda (chapter.yaml machine:
-# disk:), where each new page allocates a block through the block bitmap's buffer head and so
-# also leaves a buffer head in CPU 1's buffer-head LRU.
+# disk:), where each new page allocates a block through the block bitmap's buffer head, which
+# enters CPU 1's buffer-head LRU unless CPU 1 is domain-isolated.
 #
 # The kernel's own account comes from trace events, restricted to what concerns CPU 1: work
 # items that started on it and work queued for it, IPIs sent to it and the IPI handlers it
