@@ -32,7 +32,7 @@ LAB_SETTINGS = $(VENV)/share/jupyter/lab/settings/overrides.json
 LAB_ARGS ?=  # more options for jupyter lab, e.g. LAB_ARGS=--no-browser
 
 .PHONY: help html pdf lab test test-pdf lint pytest venv python-lock clean clean-cache \
-	browser-deps pdf-deps
+	browser-deps pdf-deps test-fast
 
 # $(call apt-install,<packages>,<target>): install the missing Debian packages as root; as an
 # ordinary user, name them and the command that installs them, and fail.
@@ -127,6 +127,9 @@ pdf-deps: ## install TeX and poppler-utils for make pdf (Debian's packages; need
 
 test-pdf: $(STAMP) pdf-deps ## only the PDF test (make test runs it too): a scratch copy's PDF has every chapter
 	@$(TIMED) "pytest (PDF)" -- $(PY) -m pytest -m pdf tests/book
+
+test-fast: $(STAMP) ## the tests that boot no kernel and build no book (parsers, analysis, pipeline units): about a minute
+	@$(TIMED) "pytest (fast tier)" -- $(PY) -m pytest -m "not boot and not book and not browser and not pdf"
 
 lint: $(STAMP) ## ruff over the Python code
 	@$(TIMED) "ruff" -- $(PY) -m ruff check lab tests chapters conf.py

@@ -21,7 +21,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -341,15 +341,12 @@ def cmd_boot(a: argparse.Namespace) -> None:
                              f"{exp.path}")
         cmdline = vm.kernel_cmdline(v.cmdline)
         disk = tmp / "disk.img" if v.machine.disk else None
-        mkfs = vm.make_disk(disk, v.machine.disk) if disk else []
-        argv = vm.qemu_command(artifacts / "bzImage",
-                               Path(read_json(a.root)["root"]), tmp / "job", tmp / "out",
-                               accel["used"], v.machine, cmdline, initrd, disk)
-        try:
+        with ExitStack() as scratch:
+            made = scratch.enter_context(vm.scratch_disk(disk, v.machine.disk)) if disk else {}
+            argv = vm.qemu_command(artifacts / "bzImage",
+                                   Path(read_json(a.root)["root"]), tmp / "job", tmp / "out",
+                                   accel["used"], v.machine, cmdline, initrd, disk)
             result = vm.boot(argv, console, exp.boot_timeout, label)
-        finally:  # the image is scratch: the guest's results are in out/
-            if disk:
-                disk.unlink(missing_ok=True)
         sums = vm.verify_output(tmp / "out", label)
         status = dict(line.split() for line in (tmp / "out" / "status.txt").read_text()
                       .splitlines() if line.strip())
@@ -362,7 +359,8 @@ def cmd_boot(a: argparse.Namespace) -> None:
                                  f"stderr: {err.strip() or '(empty)'}; console: {console}")
         stamp.update(variant=v.name, rep=int(a.rep), accel=accel["used"],
                      accel_requested=v.accel, accel_why=accel["why"], qemu_argv=argv,
-                     **({"disk_mkfs": mkfs} if mkfs else {}),
+                     **({"disk_mkfs": made["argv"], "disk_mke2fs": made["mke2fs"],
+                         "disk_sha256": made["sha256"]} if made else {}),
                      cmdline=cmdline, boot_to_result_seconds=result.seconds_to_done,
                      output_sha256=sums)
     shutil.rmtree(tmp / "job")
@@ -474,7 +472,8 @@ def cmd_publish(a: argparse.Namespace) -> None:
                             **({"disk": v.machine.disk} if v.machine.disk else {})},
                 "guest": reps[0]["guest"] if reps else {},
                 "qemu_argv": [portable(x) for x in reps[0]["qemu_argv"]] if reps else [],
-                **({"disk_mkfs": [portable(x) for x in reps[0]["disk_mkfs"]]}
+                **({"disk_mkfs": [portable(x) for x in reps[0]["disk_mkfs"]],
+                    **{k: reps[0][k] for k in ("disk_mke2fs", "disk_sha256") if k in reps[0]}}
                    if reps and "disk_mkfs" in reps[0] else {}),
                 "boot_to_result_seconds": [r["boot_to_result_seconds"] for r in reps],
                 "build": {"variant": bname, "build_seconds": build_seconds[bname],

@@ -27,9 +27,11 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from lab.command import StageError, die_with_parent, require_tools
 
@@ -196,7 +198,8 @@ def kernel_cmdline(extra: str = "") -> str:
 
 DISK_UUID = "6b62646b-0000-4000-8000-000000000001"
 """Fixed file-system UUID and directory hash seed: with the creation time pinned too
-(``E2FSPROGS_FAKE_TIME``), the same mke2fs writes the same image on every machine."""
+(``E2FSPROGS_FAKE_TIME``) and mke2fs's built-in defaults instead of the host's
+``/etc/mke2fs.conf``, one mke2fs version writes the same image on every machine."""
 
 
 def mke2fs() -> str:
@@ -210,19 +213,39 @@ def mke2fs() -> str:
     return found
 
 
-def make_disk(image: Path, size: str) -> list[str]:
-    """Write a fresh ext2 image of ``size`` at ``image`` (replacing any file there) and return
-    the command that made it, for the run record. Every boot starts from the same empty disk."""
+def make_disk(image: Path, size: str) -> dict[str, Any]:
+    """Write a fresh ext2 image of ``size`` at ``image`` (replacing any file there); return
+    what the run records of it: the command, the mke2fs version and the image's sha256. Every
+    boot starts from the same empty disk."""
     image.unlink(missing_ok=True)
-    argv = [mke2fs(), "-q", "-F", "-t", "ext2", "-b", "4096", "-L", "kbdisk", "-U", DISK_UUID,
+    tool = mke2fs()
+    argv = [tool, "-q", "-F", "-t", "ext2", "-b", "4096", "-L", "kbdisk", "-U", DISK_UUID,
             "-E", f"hash_seed={DISK_UUID},root_owner=0:0", str(image), size]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False,
-                          env={**os.environ, "E2FSPROGS_FAKE_TIME": "1"})
+    env = {**os.environ, "E2FSPROGS_FAKE_TIME": "1",
+           "MKE2FS_CONFIG": str(image.with_name("no-mke2fs.conf"))}
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise StageError(f"mke2fs could not format {image}: "
                          f"{(proc.stderr or proc.stdout).strip()}\n  command: "
                          + " ".join(argv))
-    return argv
+    version = subprocess.run([tool, "-V"], capture_output=True, text=True, check=False)
+    digest = hashlib.sha256()
+    with image.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"argv": argv, "mke2fs": (version.stderr or version.stdout).splitlines()[0].strip(),
+            "sha256": digest.hexdigest()}
+
+
+@contextmanager
+def scratch_disk(image: Path, size: str) -> Iterator[dict[str, Any]]:
+    """:func:`make_disk`, then delete the image when the boot is over, also when it failed:
+    the guest's results are in its output share, and a 64 MiB image per boot would pile up."""
+    record = make_disk(image, size)
+    try:
+        yield record
+    finally:
+        image.unlink(missing_ok=True)
 
 
 def qemu_command(kernel: Path, root: Path, job: Path, out: Path, accel: str, machine: Machine,

@@ -68,8 +68,9 @@ PER_ROUND = ("work_on_victim", "work_queued_to_victim", "ipis_to_victim",
              "ipi_handlers_on_victim", "switches_on_victim")
 """Counts of kernel events concerning CPU 1 inside one round (the trace's part of a row)."""
 VICTIM_FS = ("tmpfs", "ext2")
-"""Where the victim's file lives (``victim_fs=``): tmpfs, or the ext2 disk whose writes leave
-a buffer head in the victim CPU's buffer-head LRU (``victim_on_disk`` 1)."""
+"""Where the victim's file lives (``victim_fs=``): tmpfs, or the ext2 disk (``victim_on_disk``
+1), whose writes leave a buffer head in the victim CPU's buffer-head LRU unless that CPU is
+domain-isolated."""
 LRU_PROBE = ("lru_adds_on_victim", "lru_adds_on_other_cpu")
 """Folios that entered the LRU inside one round, on CPU 1 and on another CPU (the
 ``mm_lru_insertion`` probe of the runs from 2026-11-26 on, announced by ``lru_probe=1``)."""
@@ -237,7 +238,7 @@ def isolation(text: str, source: str) -> list[tuple[str, float]]:
         if event == "workqueue_execute_start" and (fn := _WORK_FN.search(detail)):
             functions[fn[1]] += 1
     rows.append(("rounds", float(rounds)))
-    if "victim_fs" in top:  # runs before 2026-11-27 wrote to tmpfs only
+    if "victim_fs" in top:  # runs before 20261126T192503Z wrote to tmpfs only
         if top["victim_fs"] not in VICTIM_FS:
             raise StageError(f"{source}: victim_fs={top['victim_fs']!r} is not one of "
                              f"{', '.join(VICTIM_FS)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -75,16 +76,39 @@ def test_a_disk_is_one_virtio_blk_queue_and_absent_otherwise(tmp_path) -> None:
     assert "virtio-blk-pci,drive=kbdisk,num-queues=1" in argv
 
 
-def test_the_disk_is_ext2_and_the_same_bytes_on_every_boot(tmp_path) -> None:
+def test_the_disk_is_ext2_and_the_same_bytes_on_every_boot(tmp_path, monkeypatch) -> None:
+    # the host's mke2fs.conf must not matter: one that would add a journal is not read
+    conf = tmp_path / "mke2fs.conf"
+    conf.write_text("[fs_types]\n ext2 = {\n  features = has_journal,extents\n }\n")
+    monkeypatch.setenv("MKE2FS_CONFIG", str(conf))
     first, second = tmp_path / "a.img", tmp_path / "b.img"
     second.write_bytes(b"an earlier boot's disk")
-    argv = vm.make_disk(first, "8M")
-    vm.make_disk(second, "8M")
+    made = vm.make_disk(first, "8M")
     data = first.read_bytes()
     assert len(data) == 8 << 20
-    assert data[1080:1082] == b"\x53\xef", "no ext2 superblock magic at offset 1080"
-    assert "ext2" in argv and first.name in argv[-2]
-    assert hashlib.sha256(data).digest() == hashlib.sha256(second.read_bytes()).digest()
+    sb = data[1024:2048]
+    assert sb[56:58] == b"\x53\xef", "no ext2 superblock magic"
+    assert int.from_bytes(sb[0x108:0x10C], "little") == 1, "creation time not pinned"
+    compat, incompat = (int.from_bytes(sb[o:o + 4], "little") for o in (0x5C, 0x60))
+    assert not compat & 0x4 and not incompat & 0x40, "a journal or extents: not plain ext2"
+    assert "ext2" in made["argv"] and made["mke2fs"].startswith("mke2fs ")
+    assert made["sha256"] == hashlib.sha256(data).hexdigest()
+    time.sleep(1.1)  # another second: an unpinned creation time would differ
+    assert vm.make_disk(second, "8M")["sha256"] == made["sha256"]
+
+
+def test_mke2fs_is_found_outside_an_ordinary_users_path(monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert Path(vm.mke2fs()).parent.name == "sbin"
+
+
+def test_the_disk_is_gone_after_a_boot_that_failed(tmp_path) -> None:
+    image = tmp_path / "disk.img"
+    with pytest.raises(StageError, match="guest hang"):
+        with vm.scratch_disk(image, "8M") as made:
+            assert image.is_file() and made["sha256"]
+            raise StageError("rep1: guest hang: no KB-DONE marker within 20 s")
+    assert not image.exists()
 
 
 def test_a_disk_that_cannot_be_made_names_the_file(tmp_path) -> None:
