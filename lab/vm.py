@@ -229,12 +229,10 @@ def make_disk(image: Path, size: str) -> dict[str, Any]:
                          f"{(proc.stderr or proc.stdout).strip()}\n  command: "
                          + " ".join(argv))
     version = subprocess.run([tool, "-V"], capture_output=True, text=True, check=False)
-    digest = hashlib.sha256()
     with image.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
     return {"argv": argv, "mke2fs": (version.stderr or version.stdout).splitlines()[0].strip(),
-            "sha256": digest.hexdigest()}
+            "sha256": digest}
 
 
 @contextmanager
