@@ -473,7 +473,7 @@ def cmd_publish(a: argparse.Namespace) -> None:
                 "guest": reps[0]["guest"] if reps else {},
                 "qemu_argv": [portable(x) for x in reps[0]["qemu_argv"]] if reps else [],
                 **({"disk_mkfs": [portable(x) for x in reps[0]["disk_mkfs"]],
-                    **{k: reps[0][k] for k in ("disk_mke2fs", "disk_sha256") if k in reps[0]}}
+                    "disk_mke2fs": reps[0]["disk_mke2fs"], "disk_sha256": reps[0]["disk_sha256"]}
                    if reps and "disk_mkfs" in reps[0] else {}),
                 "boot_to_result_seconds": [r["boot_to_result_seconds"] for r in reps],
                 "build": {"variant": bname, "build_seconds": build_seconds[bname],
