@@ -20,8 +20,9 @@
  *	the leak has carried the count past the preempt byte.
  *
  * test=irq
- *	kfree_nolock() of @objects kmalloc() objects from a hard-interrupt
- *	hrtimer callback, a batch per millisecond.  kfree_nolock() may be called
+ *	kfree_nolock() of @objects kmalloc_nolock() objects (its contract:
+ *	only those) from a hard-interrupt hrtimer callback, a batch per
+ *	millisecond.  kfree_nolock() may be called
  *	from any context and reaches free_to_pcs() -> pw_trylock_local().
  *	PREEMPT_RT's local_trylock() refuses in hard interrupt context; the PW
  *	lock's spin mode calls spin_trylock() there instead, an rtmutex on RT.
@@ -29,6 +30,7 @@
 #include <linux/completion.h>
 #include <linux/hrtimer.h>
 #include <linux/module.h>
+#include <linux/numa.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -136,13 +138,13 @@ static int run_irq(void)
 	unsigned int i;
 
 	for (i = 0; i < objects; i++) {
-		objs[i] = kmalloc(64, GFP_KERNEL);
+		objs[i] = kmalloc_nolock(64, 0, NUMA_NO_NODE);
 		if (!objs[i])
 			break;
 	}
 	if (i < objects) {
 		while (i--)
-			kfree(objs[i]);
+			kfree_nolock(objs[i]);
 		return -ENOMEM;
 	}
 	hrtimer_setup(&timer, free_batch, CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
