@@ -155,8 +155,9 @@ def claim(key: str, holds: bool, sentence: str) -> None:
     """Back a typed directional sentence of a chapter ("falls", "no change", "tens of percent")
     with the data: raise, and so fail the book's build, when ``holds`` is false.
 
-    ``key`` names the claim; ``tests/book/test_claims.py`` lists each typed directional sentence
-    of ``book/`` with the key that backs it and checks that the notebook calls this with it.
+    ``key`` names the claim; the sentence in ``book/`` carries a marker naming it,
+    ``{claim}`/notebooks/<chapter>.md::<key>``` (:mod:`lab.claims`), which the book's build
+    checks against this notebook's source.
     """
     if not holds:
         raise ClaimFailed(f"claim {key!r} does not hold for the committed data: {sentence!r}. "

@@ -20,6 +20,8 @@ under ``data/`` would otherwise leave a stale result in the book. This extension
   command, each manifest's sha256, the downloads, and the book's citation at its commit;
 * offers each notebook page's executed ``.ipynb`` in the theme's download menu, and prints one
   progress line per notebook (executed, with its time, or taken from the cache);
+* adds the ``claim`` role, the marker that says what backs a directional sentence
+  (:mod:`lab.claims`), checked as the page is read and rendered as nothing;
 * adds ``kb-chapters`` (a toctree of the book's chapters, or of their notebooks, in the order
   :mod:`lab.chapters` finds them), ``kb-scorecard`` (a section with the scorecard table of
   each chapter) and ``kb-overview`` (the landing page's panel of each chapter, linked, with
@@ -53,7 +55,7 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from lab import chapters, provenance
+from lab import chapters, claims, provenance
 from lab.notebook import TABLE_MIME
 
 LOGGER = logging.getLogger(__name__)
@@ -662,6 +664,24 @@ def copy_stable(app: Sphinx, exception: Exception | None) -> None:
                 shutil.copyfile(src, dst)
 
 
+def claim_role(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
+               options: dict | None = None, content: list | None = None) -> tuple[list, list]:
+    """``{claim}`...```, what backs a directional sentence (:mod:`lab.claims`): renders as
+    nothing, and is an error when its text names no backing or its notebook makes no such
+    assertion, so a page cannot cite a check that does not exist."""
+    try:
+        backing = claims.parse(text)
+    except claims.BadClaim as err:
+        return [], [inliner.reporter.error(str(err), line=lineno)]
+    srcdir = Path(inliner.document.settings.env.srcdir)
+    if backing.asserted and not claims.asserted_in(srcdir, backing):
+        return [], [inliner.reporter.error(
+            f"{{claim}}`{text}`: {backing.notebook} makes no notebook.claim({backing.key!r}, ...). "
+            "Fix: assert the sentence in that notebook, or name the claim it makes",
+            line=lineno)]
+    return [], []
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the events and directives."""
     app.connect("builder-inited", builder_inited)
@@ -674,6 +694,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", page_context, priority=400)
     app.connect("build-finished", copy_stable)
     app.add_role_to_domain("glue", "text", CrossDocTextRole(), override=True)
+    app.add_role("claim", claim_role)
     app.add_directive("kb-figure", KbFigure)
     app.add_directive("kb-table", KbTable)
     app.add_directive("kb-chapters", KbChapters)
