@@ -6,11 +6,11 @@ import json
 import sys
 from pathlib import Path
 
+import jupytext
 import pytest
 
 from lab import ROOT
-
-jupytext = pytest.importorskip("jupytext")
+from tests.book import unavailable
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.md")), ids=lambda p: p.stem)
@@ -29,7 +29,8 @@ def test_lab_opens_markdown_with_the_jupytext_viewer() -> None:
     extension = Path(sys.prefix) / "share" / "jupyter" / "labextensions"
     package = extension / "jupyterlab-jupytext" / "package.json"
     if not package.is_file():
-        pytest.skip(f"{package}: jupytext's JupyterLab extension is not installed here")
+        unavailable(f"{package}: jupytext's JupyterLab extension is not installed here; "
+                    "make venv installs it (requirements.txt)")
     assert json.loads(package.read_text())["jupyterlab"]
     assert any("Jupytext Notebook" in p.read_text(errors="ignore")
                for p in (extension / "jupyterlab-jupytext" / "static").glob("*.js"))
