@@ -505,11 +505,17 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
             (base_n, unit), (own_n, _) = (icount_repetitions(chosen, ref.icount),
                                           icount_repetitions(chosen, cell.icount))
             counted_on = _limits(chosen, cell.icount)
+            # the cover explains none of its numbers: the reading is ours, and for PWLOCKS=n
+            # the patch itself expects no change
+            reading = ("our reading of the cited "
+                       f"{implied.describe(' %')}, that the cell's locking adds instructions to "
+                       "the allocation fast path" + (
+                           "; 0001's message expects no change with CONFIG_PWLOCKS=n"
+                           if cell.short == "CONFIG_QPW=n" else ""))
             verdict = verdicts.judge_boots(
-                base_n, own_n, lambda c, implied=implied, limits=counted_on: (
+                base_n, own_n, lambda c, implied=implied, limits=counted_on, reading=reading: (
                     verdicts.judge_direction(
-                        c, implied.sign, "that the cell's locking adds work to the allocation "
-                        f"fast path, behind the cited {implied.describe(' %')}", limits,
+                        c, implied.sign, reading, limits,
                         margin=verdicts.MARGINS["instructions"])), unit=unit)
             rows.append(_row(
                 f"{cell.cited_id}-icount", table=entry["table"], row=entry["row"],
