@@ -108,9 +108,10 @@ size, the compilers, QEMU and the workloads, see :func:`same_experiment`)."""
 def same_experiment(a: dict, b: dict, variant: str) -> bool:
     """Whether ``variant`` was built and booted alike in the runs of manifests ``a`` and ``b``:
     same commit, ``.config``, compiler versions, image (its sha256, or its size where an older
-    manifest lacks the hash), command line, accelerator, machine, QEMU, and the same workloads
+    manifest lacks the hash), command line, accelerator, machine, QEMU, the same workloads
     (scripts compared by content where both manifests record it, by name where an older one
-    does not)."""
+    does not) and the same guest programs (by content, where both record any): a module
+    rebuilt from changed source runs a different experiment on the same kernel."""
     va, vb = a.get("variants", {}).get(variant), b.get("variants", {}).get(variant)
     if va is None or vb is None:
         return False
@@ -120,6 +121,7 @@ def same_experiment(a: dict, b: dict, variant: str) -> bool:
                 for w in m["experiment"]["workloads"]]
 
     scripts = [m["experiment"].get("scripts") for m in (a, b)]
+    programs = [(v.get("tools") or {}).get("programs") or None for v in (va, vb)]
     images = [v.get("build", {}) for v in (va, vb)]
     # the image's sha256 where both runs record it, its size where an older one does not
     image = "bzImage_sha256" if all("bzImage_sha256" in i for i in images) else "bzImage_bytes"
@@ -127,7 +129,8 @@ def same_experiment(a: dict, b: dict, variant: str) -> bool:
             and images[0].get(image) == images[1].get(image)
             and a.get("compilers") == b.get("compilers") and a.get("qemu") == b.get("qemu")
             and workloads(a) == workloads(b)
-            and (None in scripts or scripts[0] == scripts[1]))
+            and (None in scripts or scripts[0] == scripts[1])
+            and (None in programs or programs[0] == programs[1]))
 
 
 def pooled_per_variant(runs: list[Run]) -> dict[str, Run]:

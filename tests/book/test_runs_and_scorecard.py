@@ -324,6 +324,22 @@ def test_runs_of_the_same_binaries_pool_and_other_binaries_replace(tmp_path: Pat
     assert pooled.run_id == "20260103T000000Z-a" and list(pooled.results["value"]) == [301, 302]
 
 
+def test_runs_with_other_guest_programs_do_not_pool(tmp_path: Path) -> None:
+    """The same kernel with a guest module rebuilt from changed source is another experiment;
+    a manifest that records no programs (older runs) still pools."""
+    built = {"commit": "c1", "config_sha256": "k", "build": {"bzImage_bytes": 1}}
+    _pool_run(tmp_path, "20260101T000000Z-a", {"baseline": built}, 2, 100)
+    _pool_run(tmp_path, "20260102T000000Z-a",
+              {"baseline": {**built, "tools": {"programs": {"m.ko": "1"}}}}, 2, 200)
+    pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
+    assert pooled.run_id == "20260101T000000Z-a + 20260102T000000Z-a"
+    _pool_run(tmp_path, "20260103T000000Z-a",
+              {"baseline": {**built, "tools": {"programs": {"m.ko": "2"}}}}, 2, 300)
+    pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
+    assert pooled.run_id == "20260101T000000Z-a + 20260103T000000Z-a"
+    assert list(pooled.results["value"]) == [101, 102, 301, 302]
+
+
 def test_the_judged_numbers_reach_the_card(tmp_path: Path) -> None:
     write_run(tmp_path, "20261122T0000Z-a", throughput("baseline", [100, 101, 99])
               + throughput("patched", [108, 109, 110]))
