@@ -30,7 +30,9 @@ every row (:func:`overview`) and the landing page's panel of each chapter
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pandas as pd
 
@@ -44,6 +46,23 @@ DERIVED_COLUMNS = [*runs.MEASURED_COLUMNS, "chapter", "table", "row", "column", 
 """A judge's rows: :data:`lab.runs.MEASURED_COLUMNS`; for a derived or mechanism row (whose id
 is not a cited one) where it stands and what cited value it is judged against; and the numbers
 of its verdict (NaN where a verdict was not decided from an interval)."""
+
+
+
+def judged_row(rid: str, ours: str, verdict: verdicts.Verdict, run_ids: Iterable[str],
+               environment: str, **where: Any) -> dict[str, Any]:
+    """One row of a judge's frame (:data:`DERIVED_COLUMNS`), the one place every chapter's rows
+    take their shape: the verdict's columns, the runs the row was measured in (joined once
+    each, in the order given) and where they ran. ``where`` names the row's place (chapter,
+    table, row, column, cited) or a reason that replaces the verdict's; a key outside the
+    columns is refused, so a judge cannot add a column the scorecard would drop."""
+    unknown = set(where) - set(DERIVED_COLUMNS)
+    if unknown:
+        raise ValueError(f"judged_row({rid!r}): no scorecard column {sorted(unknown)}; "
+                         f"the columns are {DERIVED_COLUMNS}")
+    return {"id": rid, "ours": ours, **verdict.columns(),
+            "run_id": " + ".join(dict.fromkeys(run_ids)), "environment": environment, **where}
+
 
 DERIVED_COLUMN = "change (derived from the pair)"
 """The ``column`` label of a derived change row."""
@@ -258,27 +277,26 @@ def verdict_rows(comparison: pd.DataFrame, cited: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, row in comparison.iterrows():
         entries = cited[(cited["table"] == row["table"]) & (cited["row"] == row["row"])]
-        both = " + ".join(dict.fromkeys(row[f"run_{r}"] for r in ROLES))
+        both = [row[f"run_{r}"] for r in ROLES]
         for entry in entries.itertuples():
             if entry.variant in ROLES:
                 zeros = row[f"zeros_{entry.variant}"]
                 ours = row[f"ours_{entry.variant}"] + (
                     f"; {zeros} value(s) of 0 excluded" if zeros else "")
                 verdict = verdicts.not_comparable(_absolute_reason(row))
-                run_id = row[f"run_{entry.variant}"]
+                run_ids = [row[f"run_{entry.variant}"]]
             else:
                 ours = row["ours_change"]
                 verdict = row["decision"]
-                run_id = both
-            rows.append({"id": entry.id, "ours": ours, **verdict.columns(), "run_id": run_id,
-                         "environment": row["environment"]})
+                run_ids = both
+            rows.append(judged_row(entry.id, ours, verdict, run_ids, row["environment"]))
         if not row["cited_change_written"]:
             baseline = entries[entries["variant"] == "baseline"].iloc[0]
-            rows.append({"id": derived_id(baseline["id"]), "ours": row["ours_change"],
-                         **row["decision"].columns(), "run_id": both,
-                         "environment": row["environment"], "chapter": baseline["chapter"],
-                         "table": row["table"], "row": row["row"], "column": DERIVED_COLUMN,
-                         "cited": row["cited_change"]})
+            rows.append(judged_row(derived_id(baseline["id"]), row["ours_change"],
+                                   row["decision"], both, row["environment"],
+                                   chapter=baseline["chapter"], table=row["table"],
+                                   row=row["row"], column=DERIVED_COLUMN,
+                                   cited=row["cited_change"]))
     return pd.DataFrame(rows, columns=DERIVED_COLUMNS)
 
 

@@ -301,9 +301,9 @@ def _cannot_show(cell: pd.DataFrame, compiler: str, spectre: bool) -> str | None
 
 def _row(entry_id: str, ours: str, verdict: Verdict, used: list[str],
          latest: dict[str, Run], **where: str) -> dict[str, Any]:
-    run_ids = sorted({latest[v].run_id for v in used})
-    return {"id": entry_id, "ours": ours, **verdict.columns(), "run_id": " + ".join(run_ids),
-            "environment": environment_summary(latest[used[0]].manifest), **where}
+    """A scorecard row from the variants it ``used`` (their runs, sorted; the first's place)."""
+    return scorecard.judged_row(entry_id, ours, verdict, sorted({latest[v].run_id for v in used}),
+                                environment_summary(latest[used[0]].manifest), **where)
 
 
 _V5_PROBE = re.compile(r"context-switch-v5-(i5|ryzen)-(gcc|clang)-spectre-(default|on)-baseline")

@@ -212,10 +212,11 @@ def race_trials(chosen: Chosen) -> pd.DataFrame:
 
 def _row(entry: pd.Series, ours: str, verdict: verdicts.Verdict, run_id: str,
          manifest: dict, rid: str | None = None, column: str | None = None) -> dict:
-    return {"id": rid or entry.name, "ours": ours, **verdict.columns(), "run_id": run_id,
-            "environment": runs.environment_summary(manifest), "chapter": CHAPTER,
-            "table": entry["table"], "row": entry["row"],
-            "column": column or entry["column"], "cited": entry["cited"]}
+    """A scorecard row in the place of a cited ``entry`` (or beside it, as ``rid``)."""
+    return scorecard.judged_row(rid or entry.name, ours, verdict, [run_id],
+                                runs.environment_summary(manifest), chapter=CHAPTER,
+                                table=entry["table"], row=entry["row"],
+                                column=column or entry["column"], cited=entry["cited"])
 
 
 def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:

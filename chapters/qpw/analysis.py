@@ -443,10 +443,9 @@ def isolation_limits(chosen: Chosen) -> str:
 def _row(rid: str, *, table: str, row: str, column: str, cited: str, ours: str,
          verdict: verdicts.Verdict, measured: list[runs.Run]) -> dict:
     """A scorecard row from the runs it was ``measured`` in (their ids, the last's place)."""
-    return {"id": rid, "ours": ours, **verdict.columns(),
-            "run_id": " + ".join(dict.fromkeys(r.run_id for r in measured)),
-            "environment": runs.environment_summary(measured[-1].manifest),
-            "chapter": CHAPTER, "table": table, "row": row, "column": column, "cited": cited}
+    return scorecard.judged_row(rid, ours, verdict, [r.run_id for r in measured],
+                                runs.environment_summary(measured[-1].manifest), chapter=CHAPTER,
+                                table=table, row=row, column=column, cited=cited)
 
 
 def cited_change(cited: pd.DataFrame, cell: Cell) -> verdicts.Cited:

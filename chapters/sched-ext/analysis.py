@@ -191,10 +191,10 @@ def call_sites(chosen: Chosen) -> pd.DataFrame:
 
 def _row(entry: pd.Series, rid: str, column: str, ours: str, verdict: verdicts.Verdict,
          run_id: str, manifest: dict) -> dict:
-    return {"id": rid, "ours": ours, **verdict.columns(), "run_id": run_id,
-            "environment": runs.environment_summary(manifest),
-            "chapter": CHAPTER, "table": entry["table"], "row": entry["row"],
-            "column": column, "cited": entry["cited"]}
+    """A scorecard row beside the cited ``entry``."""
+    return scorecard.judged_row(rid, ours, verdict, [run_id], runs.environment_summary(manifest),
+                                chapter=CHAPTER, table=entry["table"], row=entry["row"],
+                                column=column, cited=entry["cited"])
 
 
 def _static_verdict(sites: pd.DataFrame) -> tuple[str, verdicts.Verdict]:

@@ -93,13 +93,10 @@ def in_tree_p95_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Da
             except ValueError as exc:  # a missing boot or a stopped clock's 0
                 verdict = verdicts.Verdict(runs.UNJUDGED, str(exc).split(". Fix:")[0])
             change = verdict.change
-            rows.append({"id": entry["id"].iloc[0],
-                         "ours": change.describe() if change else "—",
-                         **verdict.columns(),
-                         "reason": verdict.reason + V1_ONLY.format(code=code),
-                         "run_id": " + ".join(dict.fromkeys(chosen[r].run_id
-                                                            for r in scorecard.ROLES)),
-                         "environment": runs.environment_summary(manifest)})
+            rows.append(scorecard.judged_row(
+                entry["id"].iloc[0], change.describe() if change else "—", verdict,
+                [chosen[r].run_id for r in scorecard.ROLES], runs.environment_summary(manifest),
+                reason=verdict.reason + V1_ONLY.format(code=code)))
     return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)
 
 
@@ -160,16 +157,14 @@ def mechanism_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Data
                     verdicts.judge_direction(c, sign, said, limits,
                                              margin=verdicts.MARGINS["count"], ours=ours)))
             change = verdict.change
-            rows.append({
-                "id": f"workqueue-mechanism-{scope.replace('_', '-')}-{field}",
-                "ours": f"{field} {change.describe()}",
-                **verdict.columns(),
-                "run_id": " + ".join(dict.fromkeys(chosen[v].run_id
-                                                   for v in LOCKSTAT.values())),
-                "environment": runs.environment_summary(manifest) + ", CONFIG_LOCK_STAT",
-                "chapter": "workqueue", "table": entry["table"], "row": entry["row"],
-                "column": f"mechanism: pool->lock {field} (LOCK_STAT count)",
-                "cited": entry["cited"] if sign else claim})
+            rows.append(scorecard.judged_row(
+                f"workqueue-mechanism-{scope.replace('_', '-')}-{field}",
+                f"{field} {change.describe()}", verdict,
+                [chosen[v].run_id for v in LOCKSTAT.values()],
+                runs.environment_summary(manifest) + ", CONFIG_LOCK_STAT",
+                chapter="workqueue", table=entry["table"], row=entry["row"],
+                column=f"mechanism: pool->lock {field} (LOCK_STAT count)",
+                cited=entry["cited"] if sign else claim))
     return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)
 
 
