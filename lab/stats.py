@@ -127,7 +127,7 @@ class Change:
 
     def interval(self) -> str:
         """The interval as the book prints it, e.g. "-12.5 to +40.0 %"."""
-        return f"{self.low:+.1f} to {self.high:+.1f}{self.suffix}"
+        return f"{signed(self.low)} to {signed(self.high)}{self.suffix}"
 
     @property
     def suffix(self) -> str:
@@ -138,8 +138,14 @@ class Change:
         """The change with its interval and its boots, e.g.
         "+8.1 % (95 % CI -12.5 to +40.0 %, n=5+5)"; an exact change alone, "+576 bytes"."""
         if self.exact and self.n_baseline == self.n_patched == 1:
-            return f"{self.percent:+.1f}{self.suffix} (exact)"
-        return f"{self.percent:+.1f}{self.suffix} ({LEVEL} CI {self.interval()}, {self.n})"
+            return f"{signed(self.percent)}{self.suffix} (exact)"
+        return f"{signed(self.percent)}{self.suffix} ({LEVEL} CI {self.interval()}, {self.n})"
+
+
+def signed(value: float) -> str:
+    """A change with its sign and one decimal, and a change that rounds to zero as "0.0": a
+    "-0.0" would read as a decrease that was not measured."""
+    return f"{value:+.1f}" if round(value, 1) else "0.0"
 
 
 def at_df(change: Change, df: float, confidence: float = CONFIDENCE) -> Change:

@@ -74,6 +74,12 @@ def test_an_exact_change_has_a_point_interval() -> None:
         stats.exact_change(0, 1)
 
 
+def test_a_change_that_rounds_to_zero_prints_without_a_sign() -> None:
+    assert stats.exact_change(100000, 99999).describe() == "0.0 % (exact)"
+    assert stats.exact_change(1000, 1001).describe() == "+0.1 % (exact)"
+    assert stats.exact_change(1000, 999).describe() == "-0.1 % (exact)"
+
+
 def test_one_repetition_is_not_enough() -> None:
     with pytest.raises(stats.NotEnoughRepetitions, match=r"baseline: 1 repetition.*Fix"):
         stats.percent_change([100], [110, 120])
