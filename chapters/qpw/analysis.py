@@ -504,12 +504,12 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
             (base_n, unit), (own_n, _) = (icount_repetitions(chosen, ref.icount),
                                           icount_repetitions(chosen, cell.icount))
             counted_on = _limits(chosen, cell.icount)
-            # the cover explains none of its numbers: the reading is ours, and for PWLOCKS=n
-            # the patch itself expects no change
-            reading = ("our reading of the cited "
-                       f"{implied.describe(' %')}, that the cell's locking adds instructions to "
-                       "the allocation fast path" + (
-                           "; 0001's message expects no change with CONFIG_PWLOCKS=n"
+            # the cover's explanation is the un/locking of the local functions; for QPW=n it
+            # and 0001 expect no change in runtime, though its cell moved
+            reading = ("the cited " f"{implied.describe(' %')}, by the cover's explanation the "
+                       "un/locking in the local functions, as instructions added to the "
+                       "allocation fast path" + (
+                           " (the cover and 0001 expect no change with CONFIG_QPW=n)"
                            if cell.short == "CONFIG_QPW=n" else ""))
             verdict = verdicts.judge_boots(
                 base_n, own_n, lambda c, implied=implied, limits=counted_on, reading=reading: (
