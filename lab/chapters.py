@@ -212,8 +212,39 @@ def check_references(ch: Chapter) -> None:
                 if cid not in cited:
                     problems.append(f"workloads[{i}].cited.{metric}: {cid!r} is not an id of "
                                     f"data/cited/{ch.name}.yaml")
+    problems += _compare_problems(ch, parsers)
     if problems:
         raise StageError(f"{where}:\n  " + "\n  ".join(problems))
+
+
+def _compare_problems(ch: Chapter, parsers: dict[str, Parser]) -> list[str]:
+    """What is wrong with ``compare:``: a missing script or parser, a pair naming a variant
+    that does not exist or never boots, or a workload name it would produce twice."""
+    m = ch.meta
+    problems = []
+    workloads = {w["name"] for w in m["workloads"]}
+    taken: set[tuple[str, str]] = set()
+    for i, c in enumerate(m.get("compare", [])):
+        if not ch.path(c["script"]).is_file():
+            problems.append(f"compare[{i}].script: {ch.path(c['script'])} does not exist")
+        if c.get("parser", "keyvalue") not in parsers:
+            problems.append(f"compare[{i}].parser: unknown parser {c.get('parser')!r}; this "
+                            f"chapter has {sorted(parsers)}")
+        for j, pair in enumerate(c["pairs"]):
+            for side in pair:
+                v = m["variants"].get(side, {}) if side in m["variants"] else None
+                if v is None:
+                    problems.append(f"compare[{i}].pairs[{j}]: no variant {side!r}")
+                elif (v or {}).get("build_fails") or (v or {}).get("boot") is False:
+                    problems.append(f"compare[{i}].pairs[{j}]: variant {side!r} never boots")
+            name = f"{c['name']}-vs-{pair[0]}"
+            if name in workloads or (pair[1], name) in taken:
+                problems.append(f"compare[{i}].pairs[{j}]: {pair[1]}'s workload {name!r} is "
+                                "taken (by a workload, or by this pair listed twice)")
+            if pair[0] == pair[1]:
+                problems.append(f"compare[{i}].pairs[{j}]: compares {pair[0]} with itself")
+            taken.add((pair[1], name))
+    return problems
 
 
 def _inputs() -> str:

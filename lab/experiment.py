@@ -45,6 +45,27 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class Compare:
+    """One host-side comparison of two boots (``compare:`` in ``chapter.yaml``): ``script``
+    reads the guest output of ``baseline``'s and ``patched``'s boots of one repetition and
+    prints what it finds, which is raw output of the patched boot, workload :attr:`workload`.
+    It exists because some tools compare two recordings (``perf diff``) whose files are too
+    large to publish: they stay in the cache, and only the tool's text is kept."""
+
+    name: str
+    script: str
+    parser: str
+    baseline: str
+    patched: str
+    reps: int
+
+    @property
+    def workload(self) -> str:
+        """The name its output and rows carry, in the patched boot's raw directory."""
+        return f"{self.name}-vs-{self.baseline}"
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A chapter's whole matrix."""
 
@@ -59,6 +80,18 @@ class Experiment:
     """Every variant of the file, also those VARIANTS= left out: a selected variant may boot
     the build of one that is not selected."""
     accel_override: str = ""
+    compares: tuple[Compare, ...] = ()
+    """The comparisons whose two variants are both selected."""
+
+    @property
+    def compare_jobs(self) -> list[tuple[Compare, int]]:
+        """Each comparison with each repetition both of its variants boot."""
+        return [(c, r) for c in self.compares for r in range(1, c.reps + 1)]
+
+    def compare(self, workload: str, patched: str) -> Compare:
+        """The comparison that writes ``workload`` into ``patched``'s boots."""
+        return next(c for c in self.compares
+                    if c.workload == workload and c.patched == patched)
 
     @property
     def name(self) -> str:
@@ -190,8 +223,14 @@ def load(chapter: chapters.Chapter | str, accel: str | None = None, reps: int | 
             v.machine.args()
         except StageError as exc:
             raise StageError(f"{ch.file}: variants.{name}.machine: {exc}") from None
+    compares = tuple(
+        Compare(c["name"], c["script"], c.get("parser", "keyvalue"), a, b,
+                min(variants[a].reps, variants[b].reps))
+        for c in raw.get("compare", []) for a, b in c["pairs"]
+        if a in variants and b in variants)
     return Experiment(
         ch, raw.get("kconfig_start", "defconfig"), float(raw.get("boot_timeout", 120)),
         float(raw.get("workload_timeout", 60)), tuple(raw.get("workloads", [])),
         int(reps if reps is not None else raw.get("reps", 3)), variants, every, accel or "",
+        compares,
     )

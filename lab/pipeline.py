@@ -18,6 +18,7 @@ import functools
 import json
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -369,6 +370,55 @@ def cmd_boot(a: argparse.Namespace) -> None:
     tmp.rename(final)
 
 
+def cmd_compare(a: argparse.Namespace) -> None:
+    """Run one comparison of two boots (``compare:``) in the toolchain root and keep what it
+    prints: raw output of the patched boot, which the parse stage reads like a workload's. The
+    script sees each boot's guest output (``$A``, ``$B``) and its kernel's build artifacts
+    (``$A_BUILD``, ``$B_BUILD``: vmlinux, System.map, .config), all read-only."""
+    exp = load_experiment(a)
+    comp = exp.compare(a.workload, a.variant)
+    label = f"{exp.name}/{comp.patched}/rep{a.rep}/{comp.workload}"
+    final = Path(a.out).resolve()
+    tmp = final.with_name(final.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    out, err = tmp / f"{comp.workload}.out", tmp / f"{comp.workload}.err"
+    with stage("compare", label, err) as stamp:
+        sides = {}
+        for side, variant, boot_dir, built in (
+                ("a", comp.baseline, a.baseline_boot, a.baseline_build),
+                ("b", comp.patched, a.patched_boot, a.patched_build)):
+            booted = read_json(Path(boot_dir) / "boot.json")
+            if (booted["variant"], int(booted["rep"])) != (variant, int(a.rep)):
+                raise StageError(f"{label}: {boot_dir} is a boot of {booted['variant']} rep"
+                                 f"{booted['rep']}, not of {variant} rep{a.rep}")
+            sides[Path(boot_dir).resolve() / "out"] = f"/tmp/{side}"
+            sides[Path(read_json(built)["artifacts"])] = f"/tmp/{side}-build"
+        script = exp.chapter.path(comp.script)
+        argv = toolchain.in_root(
+            Path(read_json(a.root)["root"]), ["/bin/sh", "/tmp/compare.sh"], {},
+            read_only={script: "/tmp/compare.sh", **sides},
+            env={"A": "/tmp/a", "B": "/tmp/b", "A_BUILD": "/tmp/a-build",
+                 "B_BUILD": "/tmp/b-build", "BASELINE": comp.baseline,
+                 "PATCHED": comp.patched})
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            try:
+                proc = subprocess.run(argv, stdout=stdout, stderr=stderr, check=False,
+                                      timeout=exp.workload_timeout)
+            except subprocess.TimeoutExpired:
+                raise StageError(f"{label}: {comp.script} ran longer than the workload "
+                                 f"timeout ({exp.workload_timeout:.0f} s); see {err}") from None
+        if proc.returncode != 0:
+            tail = err.read_text(errors="replace")[-500:].strip() or "(empty)"
+            raise StageError(f"{label}: {comp.script} exited {proc.returncode}; stderr: {tail}")
+        stamp.update(variant=comp.patched, rep=int(a.rep), workload=comp.workload,
+                     baseline=comp.baseline, script=in_repo(script),
+                     script_sha256=source.sha256_file(script), argv=argv)
+    write_json(tmp / "compare.json", stamp)
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+
+
 def parse_boot(chapter: str, workloads: list[dict[str, Any]], outputs: dict[str, str],
                guest_info: str, label: str) -> dict[str, Any]:
     """Rows of one boot from its raw outputs (workload name -> text) with the chapter's
@@ -386,9 +436,21 @@ def parse_boot(chapter: str, workloads: list[dict[str, Any]], outputs: dict[str,
 
 
 def cmd_parse(a: argparse.Namespace) -> None:
-    """Turn one boot's raw output into rows with the chapter's parsers."""
+    """Turn one boot's raw output (or one comparison's, ``--boot`` naming its directory) into
+    rows with the chapter's parsers."""
     exp = load_experiment(a)
     boot_dir = Path(a.boot)
+    if (boot_dir / "compare.json").is_file():
+        compared = read_json(boot_dir / "compare.json")
+        comp = exp.compare(compared["workload"], compared["variant"])
+        label = f"{exp.name}/{comp.patched}/rep{compared['rep']}"
+        with stage("parse", f"{label}/{comp.workload}", None) as stamp:
+            text = (boot_dir / f"{comp.workload}.out").read_text(errors="replace")
+            stamp.update(parse_boot(exp.name, [{"name": comp.workload, "parser": comp.parser}],
+                                    {comp.workload: text}, "", label),
+                         variant=comp.patched, rep=compared["rep"], compare=str(boot_dir))
+        write_json(Path(a.out), stamp)
+        return
     booted = read_json(boot_dir / "boot.json")
     label = f"{exp.name}/{booted['variant']}/rep{booted['rep']}"
     with stage("parse", label, None) as stamp:
@@ -452,6 +514,18 @@ def cmd_publish(a: argparse.Namespace) -> None:
     with stage("publish", f"{exp.name}/{run_id}", None) as stamp:
         variants = {}
         extra: dict[str, bytes] = {}  # raw files no boot wrote
+        for p in a.compared:
+            compared = read_json(p)
+            rec = next((r for r in records if (r["variant"], int(r["rep"]))
+                        == (compared["variant"], int(compared["rep"]))), None)
+            if rec is None:
+                raise StageError(f"{p}: a comparison for {compared['variant']} rep"
+                                 f"{compared['rep']}, which this run did not boot")
+            rec["rows"].update(compared["rows"])
+            for path in sorted(Path(compared["compare"]).iterdir()):
+                if path.name != "compare.json":
+                    extra[f"raw/{rec['variant']}/rep{rec['rep']}/{path.name}.gz"] = (
+                        collect.gzip_bytes(path.read_bytes()))
         listed: set[str] = set()
         for name, v in exp.variants.items():
             reps = [r for r in records if r["variant"] == name]
@@ -501,7 +575,13 @@ def cmd_publish(a: argparse.Namespace) -> None:
             "experiment": {"file": in_repo(exp.path), "sha256": exp.sha256,
                            "reps": exp.reps, "workloads": list(exp.workloads),
                            "scripts": {w["name"]: source.sha256_file(chapter.path(w["script"]))
-                                       for w in exp.workloads}},
+                                       for w in exp.workloads},
+                           **({"compare": [
+                               {"workload": c.workload, "baseline": c.baseline,
+                                "patched": c.patched, "reps": c.reps, "parser": c.parser,
+                                "script": c.script,
+                                "sha256": source.sha256_file(chapter.path(c.script))}
+                               for c in exp.compares]} if exp.compares else {})},
             "parsers": {in_repo(f): source.sha256_file(f) for f in parser_files},
             "base": {k: base[k] for k in ("version", "origin", "sha256", "commit")},
             "series": {"dir": in_repo(exp.series), "mode": ser["mode"],
@@ -570,12 +650,16 @@ def main(argv: list[str] | None = None) -> int:
     acc.add_argument("--probe-timeout", type=float, default=vm.probe_timeout())
     add("boot", cmd_boot, "--root", "--build", "--tools", "--accel-json", "--variant", "--rep",
         "--out", log=False)
+    add("compare", cmd_compare, "--root", "--baseline-boot", "--patched-boot",
+        "--baseline-build", "--patched-build", "--workload", "--variant", "--rep", "--out",
+        log=False)
     add("parse", cmd_parse, "--boot", "--out", log=False)
     add("inspect", cmd_inspect, "--root", "--build", "--variant", "--out", log=False)
     pub = add("publish", cmd_publish, "--root", "--base", "--out", log=False)
     for many in ("--builds", "--build-times", "--series", "--inspected", "--tools"):
         pub.add_argument(many, nargs="+", required=True)
     pub.add_argument("--parsed", nargs="*", default=[])  # none when no variant boots
+    pub.add_argument("--compared", nargs="*", default=[])  # parsed comparisons (compare:)
     chk = add("check", cmd_check, exp=False, log=False)
     chk.add_argument("--chapters", default="")
     reproduce.add_arguments(add("reproduce", reproduce.main, exp=False, log=False))

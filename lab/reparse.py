@@ -52,15 +52,19 @@ def reparse(run_dir: Path, into: Path | None = None) -> Path:
     res = parent.results
     # the parent's row order (variant, then repetition, as its experiment listed them)
     order = list(dict.fromkeys(zip(res["variant"], res["rep"], res["accel"], strict=True)))
+    compared = manifest["experiment"].get("compare", [])
     records = []
     for variant, rep, accel in order:
         raw = run_dir / "raw" / variant / f"rep{rep}"
-        missing = [w["name"] for w in workloads if not (raw / f"{w['name']}.out.gz").is_file()]
+        # a comparison's output sits in its patched boot's directory (lab.experiment.Compare)
+        mine = [*workloads, *({"name": c["workload"], "parser": c["parser"]} for c in compared
+                              if c["patched"] == variant and int(rep) <= c["reps"])]
+        missing = [w["name"] for w in mine if not (raw / f"{w['name']}.out.gz").is_file()]
         if missing:
             raise StageError(f"{raw}: no raw output of workload(s) {missing}; this run cannot "
                              "be re-parsed (was it published before raw outputs were kept?)")
-        texts = {w["name"]: _text(raw / f"{w['name']}.out.gz") for w in workloads}
-        parsed = parse_boot(chapter, workloads, texts, _text(raw / "guest-info.txt.gz"),
+        texts = {w["name"]: _text(raw / f"{w['name']}.out.gz") for w in mine}
+        parsed = parse_boot(chapter, mine, texts, _text(raw / "guest-info.txt.gz"),
                             f"{chapter}/{variant}/rep{rep}")
         records.append({"variant": variant, "rep": int(rep), "accel": accel,
                         "rows": parsed["rows"]})

@@ -275,3 +275,15 @@ def exact_change(baseline: float, patched: float, *, unit: str = "%") -> Change:
                          "difference instead")
     percent = 100 * (patched / baseline - 1)
     return Change(percent=percent, low=percent, high=percent, n_baseline=1, n_patched=1)
+
+
+def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE
+                  ) -> tuple[float, float, float]:
+    """The mean of ``values`` and its t-interval (``scipy.stats.ttest_1samp``): for a quantity
+    already formed per pair of boots, such as the delta ``perf diff`` prints for each
+    repetition's two recordings. At least two values."""
+    data = _values("values", values, positive=False)
+    if np.ptp(data) == 0:
+        return float(data[0]), float(data[0]), float(data[0])
+    ci = scipy_stats.ttest_1samp(data, 0.0).confidence_interval(confidence)
+    return float(data.mean()), float(ci.low), float(ci.high)

@@ -485,17 +485,21 @@ def root_packages(root: Path) -> dict[str, str]:
 
 
 def in_root(root: Path, argv: list[str], binds: dict[Path, str], *, cwd: str = "/",
-            env: dict[str, str] | None = None) -> list[str]:
+            env: dict[str, str] | None = None,
+            read_only: dict[Path, str] | None = None) -> list[str]:
     """Return a ``bwrap`` command line that runs ``argv`` with ``root`` as ``/``.
 
     ``binds`` maps host directories to their path inside (source, build dir, ccache), bound
-    read-write; the root itself is read-only so a build can never change the toolchain.
+    read-write; ``read_only`` maps files and directories the command must not change (earlier
+    results it reads). The root itself is read-only so a build can never change the toolchain.
     """
     cmd = ["bwrap", "--ro-bind", str(root), "/", "--dev", "/dev", "--proc", "/proc",
            "--tmpfs", "/tmp", "--unshare-ipc", "--unshare-pid", "--unshare-uts",
            "--die-with-parent"]
     for host, inside in binds.items():
         cmd += ["--bind", str(host), inside]
+    for host, inside in (read_only or {}).items():
+        cmd += ["--ro-bind", str(host), inside]
     cmd += ["--chdir", cwd, "--clearenv"]
     base_env = {"PATH": "/usr/lib/ccache:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp",
                 "LANG": "C.UTF-8"}

@@ -123,6 +123,10 @@ MARGINS = {
     "share": Margin("a share of a profile, in percentage points", 0.15, " points",
                     "a little under half the smallest delta a cited perf diff listing prints, so "
                     "that every cited delta stays outside it"),
+    "share-relative": Margin("a relative change of a symbol's share of a profile", 1.4, "%",
+                             "a little under half the smallest relative change a cited perf "
+                             "diff listing prints (-0.18 points of 6.34 %, -2.8 %), so that every "
+                             "cited change stays outside it"),
     "image": Margin("the size of a bzImage", 0.0, " bytes",
                     "exact; a bzImage grows in whole pages of 4096 bytes, so one page is the "
                     "smallest change it shows, and it may stand for a single byte of code"),

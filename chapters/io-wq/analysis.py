@@ -1,18 +1,24 @@
 """The io-wq chapter's analysis: perf diff tables over boots, lock contention counts, the
 lost-wakeup trials, and the verdicts.
 
-The cited numbers are rows of three ``perf diff`` listings: a symbol's share of the baseline
-profile and its change with the series, in percentage points. Ours are per-boot flat profiles
-(``perf report``, parse.py) of k2 (7.2.13 without 6/8, 5/8, 4/8 and 1/8) and k0 (7.2.13). A
-``perf diff`` delta is the difference of the two profiles' shares of a symbol, so the delta of
-our table is the difference of the kernels' mean shares, with Welch's interval over boots
-(:func:`lab.stats.point_change`), and it is judged against the cited delta. The cited baseline
-shares are absolute values of the author's 96-core machine. The PHP listing needs software
-Debian does not ship; those rows are marked so. ``ep_poll_callback`` belongs to 8/8, which
-neither timed kernel has.
+The cited numbers are rows of ``perf diff`` listings: a symbol's share of the baseline profile
+and its change, in percentage points, for the series as a whole (the cover's listings) and for
+4/8 and 5/8 alone (their commit messages). Ours are three timed kernels, k2 (7.2.13 without
+6/8, 5/8, 4/8 and 1/8), k1 (without 6/8 and 5/8) and k0 (7.2.13), each booted five times: the
+guest's flat profile of each boot (``perf report``, parse.py) and, on the host, ``perf diff``
+of the recordings of one repetition's two boots (host/perf-diff.sh, compare: in chapter.yaml).
+A cited delta is judged by the same quantity in the same unit: the change of the symbol's
+share relative to its baseline share (delta / baseline, the two columns of the listing), so a
+profile whose spin share is six times smaller than the author's is not judged by the size of
+his point delta. Ours is the ratio of the kernels' geometric mean shares over boots
+(:func:`lab.stats.percent_change`); perf diff's own delta per pair is shown beside it, and a
+test checks that it is the difference of the two flat profiles' shares. The cited baseline
+shares are absolute values of the author's 96-core machine. The PHP listings need software
+Debian does not ship; those rows are marked so. ``ep_poll_callback`` belongs to 8/8, which no
+timed kernel has.
 
-Mechanism rows, beside the cited slowpath delta: from the CONFIG_LOCK_STAT builds of both
-kernels, ``&acct->lock``'s mean hold time and contentions per request and ``&hash->wait``'s
+Mechanism rows, beside the cited slowpath delta: from the CONFIG_LOCK_STAT builds of k2 and
+k0, ``&acct->lock``'s mean hold time and contentions per request and ``&hash->wait``'s
 acquisitions per request of the flood; the share of ``_raw_spin_unlock_irq`` in the flood's
 profile (where 5/8's bucket release shows); the flood's rate (emulated time); and 8/8's lost
 wakeups against a control (counts of trials, Fisher's exact test). ``perf lock contention``
@@ -31,22 +37,29 @@ from lab import runs, scorecard, stats, verdicts
 
 CHAPTER = "io-wq"
 ROLES = {"baseline": "k2", "patched": "k0"}
-"""Cited role -> timed kernel of chapter.yaml."""
+"""Cited role -> timed kernel of chapter.yaml, for the series as a whole."""
+KERNELS = ("k2", "k1", "k0")
+"""The timed kernels, oldest code first."""
+STEPS = {"4/8 and 1/8": ("k2", "k1"), "5/8 and 6/8": ("k1", "k0"), "all four": ("k2", "k0")}
+"""Each comparison of two timed kernels and the merged patches between them."""
 RACE = {"control": "k0-window", "patch 8": "p8-window"}
 """The race kernels: the same widened poll window, without and with 8/8."""
-LOCKSTAT = {"baseline": "lockstat-k2", "patched": "lockstat-k0"}
-"""The CONFIG_LOCK_STAT builds of the two timed kernels (counts only)."""
+LOCKSTAT = {"baseline": "lockstat-k2", "k1": "lockstat-k1", "patched": "lockstat-k0"}
+"""The CONFIG_LOCK_STAT builds of the three timed kernels (counts only)."""
 LOCK_CLASSES = ("&acct->lock", "&acct->workers_lock", "&hash->wait", "&worker->lock")
 """io-wq's lock classes as lockdep names them: the pending-work list's lock, the worker
 lists' lock (3/8's split, in both kernels), the hash map's wait queue (taken per finished
 chain; before 5/8 per unhashed item too) and each worker's own lock."""
-LISTINGS = {"perf-diff-nop": "nop", "perf-diff-http-static": "http"}
-"""Cited perf diff listing -> our workload whose profile stands for it."""
-NOT_REPRODUCIBLE = {
-    "perf-diff-http-php": "not reproducible here: the author's PHP path runs on his own "
-                          "server and its PHP back end, which Debian does not ship; no "
-                          "analogue was measured for it",
-}
+LISTINGS = {"perf-diff-nop": ("nop", "k2", "k0"), "perf-diff-http-static": ("http", "k2", "k0"),
+            "perf-diff-nop-4of8": ("nop", "k2", "k1"),
+            "perf-diff-http-static-4of8": ("http", "k2", "k1"),
+            "perf-diff-nop-5of8": ("nop", "k1", "k0")}
+"""Cited perf diff listing -> (our workload whose profile stands for it, baseline kernel,
+patched kernel). 4/8's listings are of 4/8 alone, ours of 4/8 with 1/8; 5/8's of 5/8 alone,
+ours of 5/8 with 6/8."""
+PHP = ("not reproducible here: the author's PHP path runs on his own server and its PHP back "
+       "end, which Debian does not ship; no analogue was measured for it")
+NOT_REPRODUCIBLE = {"perf-diff-http-php": PHP, "perf-diff-http-php-4of8": PHP}
 """Cited listings without a measurement of ours, and why."""
 NOT_IN_KERNELS = {
     "ep_poll_callback": "the row belongs to 8/8, the patch that skips wakeups of an "
@@ -63,6 +76,8 @@ IO_WQ_CALLERS = ("io_wq_", "io_worker_", "io_acct_", "create_io_worker",
 acct->workers_lock, hash->wait.lock, worker->lock)."""
 POINTS = "percentage points of a profile's samples"
 """The unit of a perf diff delta, the cited one and ours."""
+RELATIVE = "% of the symbol's baseline share"
+"""The unit of a delta relative to its baseline share: what the verdicts compare."""
 SLOWPATH = "queued_spin_lock_slowpath"
 UNLOCK_IRQ = "_raw_spin_unlock_irq"
 """Where the bucket release of 5/8 shows in a profile: it ends in spin_unlock_irq() of the hash
@@ -91,11 +106,12 @@ def _symbol(row: str) -> str:
     return row.split("[k] ", 1)[1].strip()
 
 
-def shares(chosen: Chosen, workload: str, symbol: str) -> dict[str, pd.Series]:
+def shares(chosen: Chosen, workload: str, symbol: str,
+           kernels: Iterable[str] = KERNELS) -> dict[str, pd.Series]:
     """Per boot, each timed kernel's share of ``symbol`` in percent (0 where the profile has
     no sample of it)."""
     out = {}
-    for variant in ROLES.values():
+    for variant in kernels:
         if variant not in chosen:
             continue
         total = runs.metric_values(chosen[variant], variant, workload, "profile.samples")
@@ -104,47 +120,124 @@ def shares(chosen: Chosen, workload: str, symbol: str) -> dict[str, pd.Series]:
     return out
 
 
+def diff_deltas(chosen: Chosen, recording: str, baseline: str, patched: str,
+                symbol: str) -> pd.Series:
+    """Per repetition, perf diff's own delta of ``symbol`` between ``baseline``'s and
+    ``patched``'s boots of that repetition, in points. perf prints no delta for a symbol that
+    only the baseline recording sampled (its samples vanished): that is minus its baseline
+    share; a symbol neither sampled has no line and a delta of 0."""
+    run = chosen[patched]
+    workload = f"perfdiff-vs-{baseline}"
+    res = run.results
+    part = res[(res["variant"] == patched) & (res["workload"] == workload)]
+    if not len(part):
+        raise ValueError(f"{run.run_id}: no perf diff of {patched} against {baseline} "
+                         "(compare: in chapter.yaml)")
+    out = {}
+    for rep, boot in part.groupby("rep"):
+        values = dict(zip(boot["metric"], boot["value"], strict=True))
+        delta = values.get(f"{recording}.delta.{symbol}")
+        out[int(rep)] = (delta if delta is not None
+                         else -values.get(f"{recording}.baseline.{symbol}", 0.0))
+    return pd.Series(out, dtype=float).sort_index()
+
+
+def relative_change(chosen: Chosen, workload: str, baseline: str, patched: str,
+                    symbol: str) -> stats.Change | None:
+    """The change of ``symbol``'s share relative to its baseline share, over boots (ratio of
+    geometric means, :func:`lab.stats.percent_change`), or None when a boot of either kernel
+    has no sample of it (a ratio of zero shares has no meaning)."""
+    got = shares(chosen, workload, symbol, (baseline, patched))
+    if len(got) < 2 or (got[baseline] <= 0).any() or (got[patched] <= 0).any():
+        return None
+    return stats.percent_change(got[baseline], got[patched])
+
+
+def cited_relative(entries: pd.DataFrame) -> verdicts.Cited:
+    """A cited listing row's delta relative to its baseline share, with the interval of true
+    values its two printed numbers allow."""
+    by_column = entries.set_index("column")
+    base, delta = by_column.loc["baseline"], by_column.loc["delta"]
+    corners = [100 * d / b for d in (delta["true_low"], delta["true_high"])
+               for b in (base["true_low"], base["true_high"])]
+    return verdicts.Cited(100 * delta["mid"] / base["mid"], min(corners), max(corners),
+                          f"{stats.signed(100 * delta['mid'] / base['mid'])} % "
+                          f"({delta['cited']} of {base['cited']})")
+
+
 def diff_table(cited: pd.DataFrame, chosen: Chosen, listing: str) -> pd.DataFrame:
-    """One cited listing in the cover's layout beside ours: per symbol, the cited baseline
-    share and delta, our k2 share and our delta (k0 - k2) with its interval over boots."""
+    """One cited listing in the author's layout beside ours: per symbol, the cited baseline
+    share and delta and the delta relative to that share; our baseline kernel's mean share,
+    perf diff's delta (mean over the repetitions' pairs, with its interval), and our relative
+    change with its interval (None where a boot has no sample of the symbol)."""
     cited = cited[(cited["chapter"] == CHAPTER) & (cited["table"] == listing)]
-    workload = LISTINGS[listing]
+    workload, base_kernel, patch_kernel = LISTINGS[listing]
     rows = []
     for row, entries in cited.groupby("row", sort=False):
         symbol = _symbol(str(row))
         by_column = dict(zip(entries["column"], entries["mid"], strict=True))
-        got = shares(chosen, workload, symbol)
+        got = shares(chosen, workload, symbol, (base_kernel, patch_kernel))
+        deltas = diff_deltas(chosen, workload, base_kernel, patch_kernel, symbol)
+        mean = stats.mean_interval(deltas) if len(deltas) > 1 else None
+        rel = relative_change(chosen, workload, base_kernel, patch_kernel, symbol)
         line = {"symbol": symbol, "cited baseline %": by_column.get("baseline", float("nan")),
-                "cited delta": by_column.get("delta", float("nan"))}
-        if len(got) == 2:
-            change = stats.point_change(got[ROLES["baseline"]], got[ROLES["patched"]])
-            line.update({"k2 %": got[ROLES["baseline"]].mean(),
-                         "k0 %": got[ROLES["patched"]].mean(), "delta": change.percent,
-                         "low": change.low, "high": change.high})
+                "cited delta": by_column.get("delta", float("nan")),
+                "cited relative %": (cited_relative(entries).value
+                                     if {"baseline", "delta"} <= set(by_column) else float("nan")),
+                "baseline %": got[base_kernel].mean(), "patched %": got[patch_kernel].mean(),
+                "perf diff delta": deltas.mean(),
+                "perf diff low": mean[1] if mean else float("nan"),
+                "perf diff high": mean[2] if mean else float("nan"),
+                "relative %": rel.percent if rel else float("nan"),
+                "relative low": rel.low if rel else float("nan"),
+                "relative high": rel.high if rel else float("nan")}
         rows.append(line)
     return pd.DataFrame(rows)
 
 
-def top_symbols(chosen: Chosen, workload: str, n: int = 12) -> pd.DataFrame:
-    """Our own listing: the ``n`` kernel symbols with the largest mean share in either timed
-    kernel, with both means and the delta's interval (what ``perf diff`` would list first)."""
-    means: dict[str, float] = {}
-    for variant in ROLES.values():
-        res = chosen[variant].results
-        part = res[(res["variant"] == variant) & (res["workload"] == workload)]
-        boots = (part["metric"] == "profile.samples").sum()
-        kernel = part[part["metric"].str.startswith("share.") & (part["metric"] != "share.user")]
-        for metric, value in kernel.groupby("metric")["value"].sum().items():
-            symbol = metric[len("share."):]
-            means[symbol] = max(means.get(symbol, 0.0), value / boots)
+def top_symbols(chosen: Chosen, recording: str, baseline: str, patched: str,
+                n: int = 12) -> pd.DataFrame:
+    """Our own listing as perf diff orders it (delta-abs): the ``n`` kernel symbols with the
+    largest mean |delta| over the repetitions' perf diffs, with the baseline kernel's mean share,
+    the mean delta and its interval, and the rank perf gave each in the pairs (best to worst)."""
+    res = chosen[patched].results
+    part = res[(res["variant"] == patched) & (res["workload"] == f"perfdiff-vs-{baseline}")]
+    prefix = f"{recording}.rank."
+    symbols = sorted({m[len(prefix):] for m in part["metric"] if m.startswith(prefix)})
+    means = {sym: diff_deltas(chosen, recording, baseline, patched, sym) for sym in symbols}
+    order = sorted(symbols, key=lambda sym: -abs(means[sym].mean()))[:n]
     rows = []
-    for symbol in sorted(means, key=means.get, reverse=True)[:n]:
-        got = shares(chosen, workload, symbol)
-        change = stats.point_change(got[ROLES["baseline"]], got[ROLES["patched"]])
-        rows.append({"symbol": symbol, "k2 %": got[ROLES["baseline"]].mean(),
-                     "k0 %": got[ROLES["patched"]].mean(), "delta": change.percent,
-                     "low": change.low, "high": change.high})
+    for sym in order:
+        ranks = part[part["metric"] == f"{prefix}{sym}"]["value"]
+        _, low, high = stats.mean_interval(means[sym])
+        rows.append({"symbol": sym,
+                     "baseline %": shares(chosen, recording, sym, (baseline,))[baseline].mean(),
+                     "delta": means[sym].mean(), "low": low, "high": high,
+                     "ranks": f"{ranks.min():.0f} to {ranks.max():.0f}"})
     return pd.DataFrame(rows)
+
+
+def spin_callers(chosen: Chosen, symbol: str, kernels: Iterable[str] = KERNELS,
+                 share: float = 0.02) -> pd.DataFrame:
+    """Where the NOP flood's samples of ``symbol`` came from: per kernel, the samples per
+    boot whose call chain reaches each caller first (parse.py ``callers``), as a share of the
+    symbol's samples, summed over boots; callers under ``share`` of every kernel are summed
+    into "(other)"."""
+    rows = []
+    for kernel in kernels:
+        res = chosen[kernel].results
+        part = res[(res["variant"] == kernel) & (res["workload"] == "nop")]
+        total = part[part["metric"] == f"callers.{symbol}.samples"]["value"].sum()
+        prefix = f"caller.{symbol}."
+        for metric, value in part[part["metric"].str.startswith(prefix)].groupby(
+                "metric")["value"].sum().items():
+            rows.append({"kernel": kernel, "caller": metric[len(prefix):],
+                         "samples": value, "share": value / total if total else float("nan")})
+    frame = pd.DataFrame(rows, columns=["kernel", "caller", "samples", "share"])
+    big = set(frame[frame["share"] >= share]["caller"])
+    frame["caller"] = frame["caller"].where(frame["caller"].isin(big), "(other)")
+    return frame.groupby(["kernel", "caller"], sort=False, as_index=False)[
+        ["samples", "share"]].sum()
 
 
 def per_boot(chosen: Chosen, kernels: dict[str, str], workload: str,
@@ -220,16 +313,18 @@ def _row(entry: pd.Series, ours: str, verdict: verdicts.Verdict, run_id: str,
 
 
 def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
-    """A row for every cited entry of the listings and the motivation."""
+    """A row for every cited entry of the listings and the motivation. A delta is judged by
+    its change relative to the baseline share (:func:`relative_change` against
+    :func:`cited_relative`); a baseline share is an absolute value of another machine."""
     by_id = cited.set_index("id")
     manifest = chosen[ROLES["patched"]].manifest
     limits = runs.environment_limits(manifest)
-    run_id = _run_ids(chosen, ROLES.values())
     rows = []
     for _, entry in by_id.iterrows():
         if entry["table"] in NOT_REPRODUCIBLE:
             rows.append(_row(entry, "not measured", verdicts.Verdict(
-                verdicts.NOT_YET, NOT_REPRODUCIBLE[entry["table"]]), run_id, manifest))
+                verdicts.NOT_YET, NOT_REPRODUCIBLE[entry["table"]]),
+                _run_ids(chosen, KERNELS), manifest))
             continue
         if entry["table"] == "motivation":
             got = shares(chosen, "nop", SLOWPATH)[ROLES["baseline"]]
@@ -238,27 +333,40 @@ def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
                                  "a share of the CPU time of the author's own io_uring web "
                                  "server; ours is the spin share of a 2-vCPU guest's flood, "
                                  "shown for scale"),
-                             run_id, manifest))
+                             _run_ids(chosen, ROLES.values()), manifest))
             continue
+        workload, base_kernel, patch_kernel = LISTINGS[entry["table"]]
+        run_id = _run_ids(chosen, (base_kernel, patch_kernel))
         symbol = _symbol(str(entry["row"]))
-        got = shares(chosen, LISTINGS[entry["table"]], symbol)
-        base, patch = got[ROLES["baseline"]], got[ROLES["patched"]]
+        got = shares(chosen, workload, symbol, (base_kernel, patch_kernel))
+        base, patch = got[base_kernel], got[patch_kernel]
         if entry["variant"] == "baseline":
-            rows.append(_row(entry, f"k2: {base.mean():.2f} % ({runs.describe(base)})",
-                             verdicts.not_comparable(
+            rows.append(_row(entry, f"{base_kernel}: {base.mean():.2f} % "
+                             f"({runs.describe(base)})", verdicts.not_comparable(
                                  "a share of the author's 96-core profile; the delta row is "
-                                 "judged"), run_id, manifest))
+                                 "judged, relative to this share"), run_id, manifest))
             continue
-        claimed = verdicts.Cited(float(entry["mid"]), float(entry["true_low"]),
-                                 float(entry["true_high"]), str(entry["cited"]))
+        listing = cited[(cited["table"] == entry["table"]) & (cited["row"] == entry["row"])]
+        claimed = cited_relative(listing)
+        deltas = diff_deltas(chosen, workload, base_kernel, patch_kernel, symbol)
+        said = (f"{patch_kernel} - {base_kernel}: perf diff {deltas.mean():+.2f} points "
+                f"(mean of {len(deltas)} pairs)")
+        if (base <= 0).any() or (patch <= 0).any():
+            empty = int((base <= 0).sum() + (patch <= 0).sum())
+            rows.append(_row(entry, said, verdicts.Verdict(
+                verdicts.INCONCLUSIVE, f"{empty} of {len(base) + len(patch)} boots have no "
+                "sample of the symbol, so its share has no ratio to judge the cited relative "
+                f"change {claimed.text} by"), run_id, manifest))
+            continue
         verdict = verdicts.judge_boots(
             base, patch, lambda c, claimed=claimed, symbol=symbol: verdicts.judge_change(
-                c, claimed, limits, units=(POINTS, POINTS), margin=verdicts.MARGINS["share"],
+                c, claimed, limits, units=(RELATIVE, RELATIVE),
+                margin=verdicts.MARGINS["share-relative"],
                 cannot_show=NOT_IN_KERNELS.get(symbol)),
-            measure=stats.point_change,
-            flagged=tuple(runs.clock_flags(chosen[v], v) for v in ROLES.values()))
-        change = verdict.change
-        rows.append(_row(entry, f"k0 - k2: {change.describe()}", verdict, run_id, manifest))
+            flagged=(runs.clock_flags(chosen[base_kernel], base_kernel),
+                     runs.clock_flags(chosen[patch_kernel], patch_kernel)))
+        rows.append(_row(entry, f"{said}; relative to the share "
+                         f"{verdict.change.describe()}", verdict, run_id, manifest))
     return rows
 
 
@@ -272,9 +380,10 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
     rows = []
     classes = lock_classes(chosen)
     if len(classes):
-        lockstat_run = _run_ids(chosen, LOCKSTAT.values())
+        ends = (LOCKSTAT["baseline"], LOCKSTAT["patched"])
+        lockstat_run = _run_ids(chosen, ends)
         lockstat_manifest = chosen[LOCKSTAT["patched"]].manifest
-        flagged = tuple(runs.clock_flags(chosen[v], v) for v in LOCKSTAT.values())
+        flagged = tuple(runs.clock_flags(chosen[v], v) for v in ends)
         for lock, column, sign, ours, claim, rid, margin in (
                 ("&acct->lock", "mean hold [us]", -1, False,
                  "shorter critical sections under acct->lock (1/8, 4/8, 6/8)",
@@ -362,10 +471,10 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
 
 def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
     """Scorecard rows (:data:`lab.scorecard.DERIVED_COLUMNS`): every cited entry and the
-    mechanism rows. Without both timed kernels measured there is nothing to judge."""
+    mechanism rows. Without the three timed kernels measured there is nothing to judge."""
     cited = cited[cited["chapter"] == CHAPTER]
     chosen = runs.pooled_per_variant(chapter_runs)
-    if not all(v in chosen for v in ROLES.values()):
+    if not all(v in chosen for v in KERNELS):
         return pd.DataFrame(columns=scorecard.DERIVED_COLUMNS)
     return pd.DataFrame(cited_rows(cited, chosen) + mechanism_rows(cited, chosen),
                         columns=scorecard.DERIVED_COLUMNS)

@@ -146,6 +146,31 @@ def test_a_variant_may_boot_fewer_times_and_boots_still_interleave(here: Path) -
         ("timed-a", 2), ("icount", 2), ("timed-b", 2)]
 
 
+def test_a_comparison_runs_for_each_repetition_both_sides_boot(here: Path) -> None:
+    write_chapter(here, "c", """\
+        title: c
+        series: patches/smoke
+        fragments: [boot]
+        reps: 3
+        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh}]
+        compare:
+          - {name: diff, script: /chapters/smoke/host/compare.sh, pairs: [[a, b], [a, c]]}
+        variants:
+          a: {tree: baseline}
+          b: {tree: patched, reps: 2}
+          c: {tree: patched}
+    """)
+    exp = experiment.load("c")
+    jobs = [(c.baseline, c.patched, c.workload, r) for c, r in exp.compare_jobs]
+    assert jobs == [("a", "b", "diff-vs-a", 1), ("a", "b", "diff-vs-a", 2),
+                    ("a", "c", "diff-vs-a", 1), ("a", "c", "diff-vs-a", 2),
+                    ("a", "c", "diff-vs-a", 3)]
+    assert exp.compare("diff-vs-a", "c").reps == 3
+    # VARIANTS= that leaves out one side drops the comparison, not the boot
+    assert [c.patched for c in experiment.load("c", only=["a", "c"]).compares] == ["c"]
+    assert experiment.load("c", only=["b", "c"]).compares == ()
+
+
 def test_a_build_expected_to_fail_never_boots_and_has_a_build_of_its_own(here: Path) -> None:
     write_chapter(here, "f", """\
         title: f
@@ -186,6 +211,22 @@ def test_a_build_expected_to_fail_never_boots_and_has_a_build_of_its_own(here: P
     (lambda y: y.replace("baseline: {tree: baseline}", "baseline: {tree: baseline, "
                          "initrd: files.cpio}"),
      r"variants.baseline.initrd: 'files.cpio' is not one of tools.programs \[\]"),
+    (lambda y: y + "compare: [{name: c, script: /chapters/smoke/host/compare.sh, "
+                   "pairs: [[baseline, nope]]}]\n",
+     r"compare\[0\].pairs\[0\]: no variant 'nope'"),
+    (lambda y: y + "compare: [{name: c, script: /chapters/smoke/host/compare.sh, "
+                   "pairs: [[baseline, baseline]]}]\n",
+     r"compare\[0\].pairs\[0\]: compares baseline with itself"),
+    (lambda y: y + "  other: {tree: baseline}\ncompare: [{name: c, script: host/nope.sh, "
+                   "pairs: [[baseline, other]]}]\n",
+     r"compare\[0\].script: .*/bad/host/nope.sh does not exist"),
+    (lambda y: y + "  other: {tree: baseline, build_fails: 'error: x y z'}\ncompare: [{name: c, "
+                   "script: /chapters/smoke/host/compare.sh, pairs: [[baseline, other]]}]\n",
+     r"compare\[0\].pairs\[0\]: variant 'other' never boots"),
+    (lambda y: y + "  other: {tree: baseline}\ncompare: [{name: c, script: "
+                   "/chapters/smoke/host/compare.sh, parser: perfdif, pairs: [[baseline, other]]}]"
+                   "\n",
+     r"compare\[0\].parser: unknown parser 'perfdif'"),
     (lambda y: "title: [not, a, string]\n",
      r"title: \['not', 'a', 'string'\] is not of type 'string'"),
 ])

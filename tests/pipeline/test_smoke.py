@@ -1,8 +1,8 @@
 """The smoke chapter end to end: `make reproduce CHAPTER=smoke` builds, boots, publishes.
 
 This is the test CI relies on to show that the whole pipeline works on a fresh machine:
-toolchain root, pinned base, series, config, build, tools, TCG and icount boots, parse, and a
-published run whose manifest and files check out.
+toolchain root, pinned base, series, config, build, tools, TCG and icount boots, a host-side
+comparison of two boots, parse, and a published run whose manifest and files check out.
 """
 
 from __future__ import annotations
@@ -63,6 +63,15 @@ def test_smoke_chapter_end_to_end(runs_tmp, data_unchanged) -> None:
     assert value[("baseline", "marker")] == 0
     assert value[("patched", "marker")] == 1
     assert value[("patched-icount", "marker")] == 1
+    # the host-side comparison read both boots' kept files; its output is the patched boot's
+    assert value[("patched", "baseline_marker")] == 0
+    assert value[("patched", "patched_marker")] == 1
+    assert value[("patched", "outputs_differ")] == 1
+    assert "ok compare  smoke/patched/rep1/marker-vs-baseline" in proc.stdout
+    assert "raw/patched/rep1/marker-vs-baseline.out.gz" in manifest["files"]
+    assert manifest["experiment"]["compare"][0]["workload"] == "marker-vs-baseline"
+    # what a guest kept for the comparison is never published
+    assert not [f for f in manifest["files"] if "/keep/" in f]
     # under -icount shift=0 the guest's clock and TSC both count instructions
     tsc, ns = value[("patched-icount", "tsc_total")], value[("patched-icount", "ns_total")]
     assert abs(tsc - ns) / ns < 0.01

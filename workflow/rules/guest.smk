@@ -114,3 +114,43 @@ rule parse:
         parsers=lambda wc: [w.get("parser", "keyvalue") for w in exp_of(wc).workloads],
     shell:
         "{LAB} parse {params.common} --boot {input.boot} --out {output}"
+
+
+def compare_inputs(wc):
+    """The two boots a comparison reads, their kernels' builds, its script and the toolchain
+    root."""
+    exp = exp_of(wc)
+    comp = exp.compare(wc.workload, wc.variant)
+    return {"a": f"boot/{wc.chapter}/{wc.key}/{comp.baseline}/rep{wc.rep}",
+            "b": f"boot/{wc.chapter}/{wc.key}/{comp.patched}/rep{wc.rep}",
+            "a_build": f"build/{wc.chapter}/{exp.build_name(comp.baseline)}/build.json",
+            "b_build": f"build/{wc.chapter}/{exp.build_name(comp.patched)}/build.json",
+            "script": str(exp.chapter.path(comp.script)), "root": "toolchain/root.json"}
+
+
+rule compare:
+    input:
+        unpack(compare_inputs),
+    output:
+        temp(directory("compare/{chapter}/{key}/{variant}/rep{rep}/{workload}")),
+    params:
+        common=common,
+    resources:
+        machine=1,
+    shell:
+        "{LAB} compare {params.common} --root {input.root} --baseline-boot {input.a} "
+        "--patched-boot {input.b} --baseline-build {input.a_build} "
+        "--patched-build {input.b_build} --workload {wildcards.workload} "
+        "--variant {wildcards.variant} --rep {wildcards.rep} --out {output}"
+
+
+rule parse_compare:
+    input:
+        compared="compare/{chapter}/{key}/{variant}/rep{rep}/{workload}",
+        code=parser_code,
+    output:
+        temp("parsed/{chapter}/{key}/{variant}/rep{rep}/{workload}.json"),
+    params:
+        common=common,
+    shell:
+        "{LAB} parse {params.common} --boot {input.compared} --out {output}"

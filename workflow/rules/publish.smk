@@ -23,6 +23,11 @@ rule publish:
         boots=lambda wc: [f"boot/{wc.chapter}/{wc.key}/{v}/rep{r}" for v, r in booted(wc)],
         parsed=lambda wc: [f"parsed/{wc.chapter}/{wc.key}/{v}/rep{r}.json"
                            for v, r in booted(wc)],
+        compared=lambda wc: [f"parsed/{wc.chapter}/{wc.key}/{c.patched}/rep{r}/{c.workload}.json"
+                             for c, r in exp_of(wc).compare_jobs],
+        # the comparisons' raw output, which the parsed files name (kept until published)
+        comparisons=lambda wc: [f"compare/{wc.chapter}/{wc.key}/{c.patched}/rep{r}/{c.workload}"
+                                for c, r in exp_of(wc).compare_jobs],
     output:
         temp("published/{chapter}/{key}.json"),
     params:
@@ -31,4 +36,4 @@ rule publish:
         "{LAB} publish {params.common} --root {input.root} --base {input.base} "
         "--series {input.series} --builds {input.builds} --build-times {input.build_times} "
         "--tools {input.tools} --inspected {input.inspected} --parsed {input.parsed} "
-        "--out {output}"
+        "--compared {input.compared} --out {output}"

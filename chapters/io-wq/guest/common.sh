@@ -7,6 +7,12 @@
 # and nothing is published.
 BIN=/tmp/kb/bin
 W=/tmp/work
+# perf record's sampling rate: co-prime with HZ=1000, so samples do not fall in step with the tick
+FREQ=997
+# where the symbols whose samples say where a CPU spun or waited with interrupts off: the
+# qspinlock slowpath (spinning with interrupts on) and the functions that enable interrupts
+# again (a cpu-clock sample is an hrtimer interrupt, taken only then)
+SPIN_SYMBOLS=queued_spin_lock_slowpath,_raw_spin_unlock_irq,_raw_spin_unlock_irqrestore,finish_task_switch.isra.0
 
 fail() {
 	echo "error=$*"
@@ -46,4 +52,27 @@ report() {
 		--percent-limit 0 -t ';' 2> "$W/$1.report.err" ||
 		fail "perf report -i $1 failed: $(tail -n 3 "$W/$1.report.err" | tr '\n' '|')"
 	echo "== end report $1"
+}
+
+# callers <perf.data>: for each of $SPIN_SYMBOLS, its call chains folded into one line each
+# with their sample counts (perf report -g folded,...,count), callee first, 8 frames at most:
+# which function's lock the samples spun on, or which unlock let the timer in
+callers() {
+	echo "== callers $1"
+	perf report -i "$W/$1" --stdio -q --no-children -n --sort sym -t ';' --max-stack 8 \
+		-g folded,0,callee,function,count --percent-limit 0 --percentage absolute \
+		-S "$SPIN_SYMBOLS" 2> "$W/$1.callers.err" ||
+		fail "perf report -g folded -i $1 failed: $(tail -n 3 "$W/$1.callers.err" | tr '\n' '|')"
+	echo "== end callers $1"
+}
+
+# keep <perf.data>: the recording and the build-id cache perf record filled (the kernel's
+# kallsyms, the programs and libraries it sampled) go to keep/ of the boot's output, which the
+# host-side comparison reads and the published run never holds
+keep() {
+	mkdir -p /tmp/out/keep
+	cp "$W/$1" /tmp/out/keep/ && cp -a "$W/buildid" /tmp/out/keep/ ||
+		fail "cannot keep $1 for the host-side perf diff"
+	ls "$W/buildid/[kernel.kallsyms]"/*/kallsyms > /dev/null 2>&1 ||
+		fail "perf record cached no kallsyms of this kernel: perf diff could not name its symbols"
 }

@@ -2,7 +2,8 @@
 # io-wq chapter, timed kernels: an HTTP analogue of the author's static-file server, our
 # io_uring server (guest/httpd.c: SEND, then SPLICE file->pipe->socket with IOSQE_ASYNC, so
 # the splices run on io-wq's unbound workers) under Debian's wrk over loopback, the server
-# under `perf record -e cpu-clock` (chapters/io-wq/).
+# under `perf record -g -e cpu-clock -F 997` (chapters/io-wq/), its recording kept for the
+# host-side perf diff (host/perf-diff.sh).
 #
 # The files: 16 of 8 KiB (one pipe holds one; the author's file sizes are not known). wrk runs
 # one thread and 16 connections for WRK_SECONDS; the server runs a little longer, so the
@@ -29,7 +30,7 @@ while [ $i -lt 16 ]; do
 	i=$((i + 1))
 done
 
-perf record -q -e cpu-clock -F 1000 -o $W/http.data -- \
+perf --buildid-dir $W/buildid record -q -g -e cpu-clock -F $FREQ -o $W/http.data -- \
 	$BIN/httpd --port $PORT --root $W/www --seconds $((WRK_SECONDS + 8)) \
 	> $W/httpd.out 2> $W/record.err &
 PERF_PID=$!
@@ -53,4 +54,5 @@ cat $W/httpd.out
 [ $rc -eq 0 ] || fail "perf record -- httpd exited $rc: $(tail -n 3 $W/record.err | tr '\n' '|')"
 echo "== end server"
 report http.data
+keep http.data
 echo "end=ok"

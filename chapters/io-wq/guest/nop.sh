@@ -2,16 +2,21 @@
 # io-wq chapter, timed kernels: the author's micro-benchmark, a flood of IORING_OP_NOP with
 # IOSQE_ASYNC (every request goes to an io-wq worker), under perf (chapters/io-wq/).
 #
-# Order: an inline control (no IOSQE_ASYNC, no io-wq, no perf), then the ASYNC flood under
-# `perf record -e cpu-clock` (no PMU under TCG; without -a, the process and the io-wq workers
-# it creates are recorded), its flat profile, then the same flood under `perf lock record`
-# and its contention table by caller (lock:contention_begin/end; no BPF in Debian's perf).
+# Order: an inline control (no IOSQE_ASYNC, no io-wq, no perf); the ASYNC flood under
+# `perf record -g -e cpu-clock -F 997` (no PMU under TCG; without -a, the process and the
+# io-wq workers it creates are recorded; 997 Hz so the samples never run in step with the
+# 1000 Hz tick), then its flat profile and the callers of the symbols where spinning and
+# interrupts-off time show; the recording and its build-id cache (each kernel's kallsyms) are
+# kept for the host-side perf diff (host/perf-diff.sh); the same flood under `perf stat`
+# (context switches, a software count); and under `perf lock record`, with its contention
+# table by caller (lock:contention_begin/end; no BPF in Debian's perf).
 # Stdout: key=value lines and sections "== <name>" ... "== end <name>", then "end=ok"
 # (chapters/io-wq/parse.py).
 set -u
 . /tmp/kb/bin/common.sh
 OPS=5000000
 LOCK_OPS=1000000
+STAT_OPS=1000000
 
 only_role timed
 perf_setup
@@ -21,13 +26,22 @@ $BIN/nop --ops $OPS --timeout 200 || fail "nop (inline control) failed"
 echo "== end control"
 
 echo "== async"
-perf record -q -e cpu-clock -F 1000 -o $W/nop.data -- \
+perf --buildid-dir $W/buildid record -q -g -e cpu-clock -F $FREQ -o $W/nop.data -- \
 	$BIN/nop --async --ops $OPS --timeout 300 > $W/async.out 2> $W/record.err
 rc=$?
 cat $W/async.out
 [ $rc -eq 0 ] || fail "perf record -- nop --async exited $rc: $(tail -n 3 $W/record.err | tr '\n' '|')"
 echo "== end async"
 report nop.data
+callers nop.data
+keep nop.data
+echo "== stat"
+perf stat -x ';' -e context-switches,cpu-migrations,task-clock -o $W/stat.txt -- \
+	$BIN/nop --async --ops $STAT_OPS --timeout 300 > $W/stat.out 2> $W/stat.err ||
+	fail "perf stat -- nop --async failed: $(tail -n 3 $W/stat.err | tr '\n' '|')"
+cat $W/stat.out
+grep -v '^#' $W/stat.txt | grep .
+echo "== end stat"
 
 echo "== lock"
 perf lock record -q -o $W/lock.data -- \

@@ -1,7 +1,10 @@
 #!/bin/sh
 # Smoke workload (guest side): whether the patched kernel's marker line is in the kernel log
 # (it proves which variant actually booted), then the getpid timing, whose last line is end=ok.
-if dmesg | grep -q "kernel-book smoke: patched kernel"; then
+# The kernel log also goes to keep/, where only the host-side comparison (compare.sh) reads it.
+mkdir -p /tmp/out/keep
+dmesg > /tmp/out/keep/dmesg.txt
+if grep -q "kernel-book smoke: patched kernel" /tmp/out/keep/dmesg.txt; then
 	echo "marker=1"
 else
 	echo "marker=0"
