@@ -504,13 +504,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
             (base_n, unit), (own_n, _) = (icount_repetitions(chosen, ref.icount),
                                           icount_repetitions(chosen, cell.icount))
             counted_on = _limits(chosen, cell.icount)
-            # the cover's explanation is the un/locking of the local functions; for QPW=n it
-            # and 0001 expect no change in runtime, though its cell moved
-            reading = ("the cited " f"{implied.describe(' %')}, by the cover's explanation the "
-                       "un/locking in the local functions, as instructions added to the "
-                       "allocation fast path" + (
-                           " (the cover and 0001 expect no change with CONFIG_QPW=n)"
-                           if cell.short == "CONFIG_QPW=n" else ""))
+            reading = icount_reading(cell, implied)
             verdict = verdicts.judge_boots(
                 base_n, own_n, lambda c, implied=implied, limits=counted_on, reading=reading: (
                     verdicts.judge_direction(
@@ -528,6 +522,25 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
     rows += _lockdep_rows(chosen)
     rows += _flush_rows(chosen)
     return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)
+
+
+def icount_reading(cell: Cell, implied: verdicts.Cited) -> str:
+    """What an icount row tests for ``cell``: the cited direction, and what, if anything,
+    predicts it. The cover's explanation (the un/locking in the local functions, which
+    PREEMPT_RT already pays) predicts instructions only where the locks are on and RT does not
+    pay them already: PREEMPT_DYNAMIC with pwlocks=1."""
+    cited = f"the direction of the cited {implied.describe(' %')}"
+    if cell.variant == "dyn-pw-1":
+        return (f"{cited}: by the cover's explanation, the un/locking the locks add to the "
+                "allocation fast path")
+    if cell.variant == "rt-pw-1":
+        return (f"{cited}; the cover's explanation predicts no change here, since PREEMPT_RT "
+                "already pays the un/locking in the local functions")
+    if cell.variant.endswith("pw-off"):
+        return f"{cited}; the cover and 0001 expect no change with CONFIG_PWLOCKS=n"
+    return (f"{cited}; with the locks off the cover's explanation predicts nothing, and by "
+            "our reading of the listing only the static branches (and, as this compiler "
+            "laid out PREEMPT_RT, an out-of-line __migrate_enable()) add instructions")
 
 
 ISOLATION_TABLE = "isolated-cpu-drains"

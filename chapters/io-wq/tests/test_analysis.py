@@ -1,22 +1,62 @@
-"""The io-wq judge on the committed run: the contentions row tests our reading, the wait-time
-row stands for the author's claim, the lost-wakeup row is a check under a stated condition, and
-no delta row calls an interval that excludes the cited delta too wide."""
+"""The io-wq judge on the committed runs: every cited delta judged relative to its baseline
+share, perf diff's own delta checked against the flat profiles, each per-patch listing on the
+step of kernels that holds its patch, the HTTP rows bounded by what the analogue can show, and
+the lost-wakeup row a check under a stated condition."""
 
 from __future__ import annotations
+
+import pandas as pd
+import pytest
 
 from lab import chapters, cited, runs, verdicts
 
 iowq = chapters.get("io-wq").module("analysis")
 FRAME = cited.to_frame(cited.load_all())
-ROWS = iowq.judge(FRAME, runs.load_chapter_runs("io-wq")).set_index("id")
+RUNS = runs.load_chapter_runs("io-wq")
+CHOSEN = runs.pooled_per_variant(RUNS)
+ROWS = iowq.judge(FRAME, RUNS).set_index("id")
 
 
-def test_contentions_are_our_reading_and_wait_time_is_the_author_s() -> None:
-    contentions = ROWS.loc["io-wq-mechanism-acct-lock-contentions"]
-    assert contentions["ours_reading"] and contentions["verdict"] == verdicts.FAILS
-    wait = ROWS.loc["io-wq-mechanism-acct-lock-wait"]
-    assert not wait["ours_reading"] and wait["row_kind"] == verdicts.MECHANISM
-    assert wait["verdict"] in verdicts.JUDGED
+def test_every_measured_delta_is_judged_relative_to_its_baseline_share() -> None:
+    deltas = ROWS[ROWS.index.str.endswith("-delta") & ROWS["our_low"].notna()]
+    assert len(deltas) >= 20
+    assert (deltas["our_unit"] == "%").all()
+    assert (deltas["margin"] == verdicts.MARGINS["share-relative"].size).all()
+    # no reason calls an interval that excludes the cited change too wide
+    excludes = (deltas["cited_change"] < deltas["our_low"]) | (
+        deltas["cited_change"] > deltas["our_high"])
+    assert not deltas[excludes]["reason"].str.contains("too wide").any()
+
+
+@pytest.mark.parametrize(("baseline", "patched"), list(iowq.STEPS.values()))
+def test_perf_diff_s_delta_is_the_difference_of_the_flat_profiles(baseline: str,
+                                                                  patched: str) -> None:
+    for symbol in (iowq.SLOWPATH, iowq.UNLOCK_IRQ, "_raw_spin_unlock_irqrestore"):
+        deltas = iowq.diff_deltas(CHOSEN, "nop", baseline, patched, symbol)
+        got = iowq.shares(CHOSEN, "nop", symbol, (baseline, patched))
+        hand = got[patched] - got[baseline]
+        assert len(deltas) == len(hand) == 5
+        assert (deltas - hand).abs().max() <= 0.011 + 1e-9, (symbol, deltas, hand)
+
+
+def test_each_per_patch_listing_is_judged_on_the_step_that_holds_its_patch() -> None:
+    for prefix, step in (("io-wq-4of8-nop-", "k1 - k2"), ("io-wq-5of8-nop-", "k0 - k1"),
+                         ("io-wq-nop-", "k0 - k2")):
+        rows = ROWS[ROWS.index.str.startswith(prefix) & ROWS.index.str.endswith("-delta")]
+        assert len(rows) and rows["ours"].str.startswith(step).all(), prefix
+
+
+def test_the_http_rows_say_the_analogue_cannot_move_them() -> None:
+    rows = ROWS[ROWS.index.str.contains("-http-static-") & ROWS.index.str.endswith("-delta")]
+    own = rows[~rows["reason"].str.contains("belongs to 8/8|3/8's rename")]
+    assert len(own) >= 8
+    assert (own["verdict"] == verdicts.INCONCLUSIVE).all()
+    assert own["reason"].str.contains("cannot move this row").all()
+
+
+def test_the_php_rows_are_not_yet_measured() -> None:
+    php = ROWS[ROWS.index.str.contains("-http-php-")]
+    assert len(php) == 22 and (php["verdict"] == verdicts.NOT_YET).all()
 
 
 def test_the_lost_wakeups_are_a_check_with_its_condition() -> None:
@@ -25,21 +65,14 @@ def test_the_lost_wakeups_are_a_check_with_its_condition() -> None:
     assert "second waiter" in row["reason"] and "not that the author's server" in row["reason"]
 
 
-def test_no_delta_row_calls_an_interval_that_excludes_the_cited_delta_too_wide() -> None:
-    deltas = ROWS[ROWS.index.str.endswith("-delta") & ROWS["our_low"].notna()]
-    assert len(deltas) >= 12
-    assert not deltas["reason"].str.contains("too wide").any()
-
-
-def test_the_php_rows_are_not_yet_measured() -> None:
-    php = ROWS[ROWS.index.str.startswith("io-wq-http-php-")]
-    assert len(php) and (php["verdict"] == verdicts.NOT_YET).all()
-
-
-def test_the_lock_statistics_boots_that_lost_the_tsc_are_flagged() -> None:
-    chosen = runs.pooled_per_variant(runs.load_chapter_runs("io-wq"))
-    switched = [(v, rep) for v in iowq.LOCKSTAT.values()
-                for rep, flags in runs.clock_flags(chosen[v], v).items()
-                if "switched to hpet" in flags]
-    assert len(switched) == 2
-    assert "clocksource switched to hpet" in ROWS.loc["io-wq-mechanism-acct-lock-wait", "reason"]
+def test_a_cited_relative_change_carries_the_printing_of_both_numbers() -> None:
+    entries = pd.DataFrame([
+        {"column": "baseline", "mid": 42.25, "true_low": 42.245, "true_high": 42.255,
+         "cited": "42.25%"},
+        {"column": "delta", "mid": -9.24, "true_low": -9.245, "true_high": -9.235,
+         "cited": "-9.24%"}])
+    got = iowq.cited_relative(entries)
+    assert got.value == pytest.approx(-21.87, abs=0.01)
+    assert got.low == pytest.approx(100 * -9.245 / 42.245)
+    assert got.high == pytest.approx(100 * -9.235 / 42.255)
+    assert "-9.24% of 42.25%" in got.text

@@ -3,7 +3,10 @@
 Fixtures (``fixtures/``), captured under TCG on 2026-11-23 (2 vCPUs) before the first
 committed run: ``nop-k0.out`` and ``http-k0.out`` from a 7.2.13 boot, ``race-p8.out`` from a
 boot of the patch-8 race kernel, ``lockstat-k2.out`` from the CONFIG_LOCK_STAT build of k2,
-and ``nop-race-kernel.out``, what nop.sh prints on a kernel of another role.
+and ``nop-race-kernel.out``, what nop.sh prints on a kernel of another role. Captured on
+2026-11-27 from a trial run of the call-chain scripts: ``nop-k2-callers.out`` (a k2 boot's
+nop.sh with the folded callers and perf stat) and ``perfdiff-k0-vs-k2.out`` (host/perf-diff.sh
+on that boot and a k0 boot).
 """
 
 from __future__ import annotations
@@ -82,6 +85,49 @@ def test_race_and_lockstat_rows() -> None:
     assert s["lockstat.&hash->wait.acquisitions"] >= s["flood.ops"] * 0.9
 
 
+def test_the_callers_of_each_spin_symbol_add_up_to_its_samples() -> None:
+    r = rows("nop", "nop-k2-callers.out")
+    for symbol in ("queued_spin_lock_slowpath", "_raw_spin_unlock_irqrestore",
+                   "_raw_spin_unlock_irq", "finish_task_switch.isra.0"):
+        callers = sum(v for k, v in r.items() if k.startswith(f"caller.{symbol}."))
+        assert callers == r[f"callers.{symbol}.samples"] > 0
+    # the lock code is skipped: a chain through _raw_spin_lock counts for its caller
+    assert "caller.queued_spin_lock_slowpath._raw_spin_lock" not in r
+    assert r["caller.queued_spin_lock_slowpath.io_wq_enqueue"] > 0
+    # the sampled symbols' own lines in the flat profile carry the same sample counts
+    body = text("nop-k2-callers.out")
+    line = next(ln for ln in profile_lines(body, "nop.data")
+                if ln.rstrip().endswith("[k] queued_spin_lock_slowpath"))
+    assert int(line.split(";")[1]) == r["callers.queued_spin_lock_slowpath.samples"]
+
+
+def test_perf_stat_counts_context_switches_of_its_own_flood() -> None:
+    r = rows("nop", "nop-k2-callers.out")
+    assert r["stat.ops"] == 1_000_000 and r["stat.context-switches"] > 1000
+    assert r["stat.task-clock"] > 0
+
+
+def test_perf_diff_rows_keep_perf_s_order_and_columns() -> None:
+    r = rows("perfdiff", "perfdiff-k0-vs-k2.out")
+    body = text("perfdiff-k0-vs-k2.out")
+    nop = body[body.index("== diff nop.data"):body.index("== end diff nop.data")]
+    lines = [ln for ln in nop.splitlines()[1:] if ln.strip() and not ln.startswith("#")]
+    assert r["nop.lines"] == len(lines)
+    first = lines[0].split(";")
+    symbol = first[3].split("[k] ")[1].strip()
+    assert r[f"nop.rank.{symbol}"] == 1
+    assert r[f"nop.baseline.{symbol}"] == float(first[0])
+    assert r[f"nop.delta.{symbol}"] == float(first[1].strip().rstrip("%"))
+    # perf's default order: absolute delta, largest first
+    deltas = [abs(float(ln.split(";")[1].strip().rstrip("%"))) for ln in lines
+              if ln.split(";")[1].strip()]
+    assert deltas == sorted(deltas, reverse=True)
+    # a symbol only the patched recording sampled has baseline 0
+    new = next(ln for ln in lines if not ln.split(";")[0].strip() and "[k]" in ln)
+    assert r[f"nop.baseline.{new.split('[k] ')[1].strip()}"] == 0
+    assert {k.split(".")[0] for k in r} == {"nop", "http"}
+
+
 def test_a_workload_of_another_role_is_one_row() -> None:
     assert rows("nop", "nop-race-kernel.out") == {"ran": 0.0}
 
@@ -110,6 +156,19 @@ def test_a_workload_of_another_role_is_one_row() -> None:
     ("lockstat-k2.out", "lockstat", lambda t: re.sub(r".*&acct->lock:.*\n", "", t),
      "no &acct->lock class"),
     ("nop-race-kernel.out", "nop", lambda t: t.replace("role=race\n", ""), "no role= and ran="),
+    # a folded chain lost: the chains no longer add up to the symbol's samples
+    ("nop-k2-callers.out", "nop", lambda t: re.sub(r"(== callers nop.data\n.*\n)\d+ .*\n",
+                                                   r"\1", t), "count .* samples, its line"),
+    ("nop-k2-callers.out", "nop", lambda t: re.sub(r"== stat\n.*?== end stat\n", "", t,
+                                                   flags=re.S), "without the rest"),
+    ("nop-k2-callers.out", "nop", lambda t: re.sub(r"\n\d+;;context-switches;",
+                                                   "\n<not counted>;;context-switches;", t),
+     "has no count"),
+    ("perfdiff-k0-vs-k2.out", "perfdiff", lambda t: t.replace("Delta Abs", "Ratio"),
+     "perf diff's header"),
+    ("perfdiff-k0-vs-k2.out", "perfdiff", lambda t: re.sub(
+        r"== diff http.data\n.*?== end diff http.data\n", "", t, flags=re.S),
+     "not of nop.data and http.data"),
 ])
 def test_broken_output_fails_naming_the_problem(name, parser, edit, message) -> None:
     with pytest.raises(StageError, match=message):
