@@ -165,7 +165,8 @@ def pooled_per_variant(runs: list[Run]) -> dict[str, Run]:
 
 
 CLOCK_COLUMNS = ["rep", "run_id", "run_rep", "window_start", "boot_clocksource", "tsc_unstable",
-                 "switches", "watchdog_timeouts", "unstable_before_window", "flags"]
+                 "switches", "watchdog_timeouts", "unstable_before_window",
+                 "timeout_before_window", "flags"]
 """Columns of :func:`clock_health`: the boot, then :class:`lab.parse.clock.ClockHealth`'s
 fields (``switches`` joined with ", "), then its flags joined with "; "."""
 

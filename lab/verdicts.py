@@ -402,9 +402,12 @@ def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: 
                                      f"margin ({margin.text()}); the cited {said} is "
                                      f"{_word(cited.sign)}")
     if not meets:
+        # the interval may still reach further than the cited change on the other side
+        other = (f"; its point estimate, {number(change.percent, suffix)}, is on the other side"
+                 if np.sign(change.percent) == -cited.sign else "")
         return Verdict(INCONCLUSIVE, (
             f"{ours} reaches into the margin ({margin.text()}) and excludes the cited {said}: "
-            "any change here is smaller than the author's"))
+            f"any change in the author's direction is smaller than his{other}"))
     if change.detectable() > abs(cited.value):
         return Verdict(INCONCLUSIVE, f"{ours} reaches into the margin ({margin.text()}) and "
                                      f"contains the cited {said}: too few boots, {detect} "

@@ -82,12 +82,18 @@ class ClockHealth:
     """Watchdog lines inside the window that report a timed-out read of another CPU's clock:
     the watchdog could not even check the clock, a sign that a vCPU was not running when a
     measurement may have been. The ``Watchdog hpet interval`` lines that follow a frequency
-    skew are the skew's evidence, not timeouts, and are not counted."""
+    skew are the skew's evidence, not timeouts, and are not counted. The kernel prints this
+    line once per boot (``pr_info_once()`` in ``kernel/time/clocksource.c``), so 1 means at
+    least one, and a boot that printed it before the window cannot show one inside it."""
 
     unstable_before_window: bool
     """The TSC was marked unstable during boot, before the window (e.g. ``TSCs
     unsynchronized``): not a flag against this boot's timings, which all ran on the clock the
     kernel then chose, but a fact a reader should see beside them."""
+
+    timeout_before_window: bool = False
+    """The once-per-boot timeout line came before the window: the window's count of 0 then says
+    nothing (see :attr:`watchdog_timeouts`). Not a flag, a limit of the evidence."""
 
     def flags(self) -> tuple[str, ...]:
         """Short words for each problem inside the window; empty when the clock was healthy.
@@ -139,4 +145,5 @@ def parse_console(text: str, source: str = "console text") -> ClockHealth:
         switches=tuple(m[1] for _, msg in window if (m := _SWITCH.search(msg))),
         watchdog_timeouts=sum(bool(_WATCHDOG_TIMEOUT.search(msg)) for _, msg in window),
         unstable_before_window=any(_TSC_UNSTABLE.search(msg) for _, msg in before),
+        timeout_before_window=any(_WATCHDOG_TIMEOUT.search(msg) for _, msg in before),
     )

@@ -118,7 +118,12 @@ def callers(lines: list[str], source: str) -> list[tuple[str, float]]:
     count -S <symbols>``: per sampled symbol, ``callers.<symbol>.samples`` (its samples) and
     ``caller.<symbol>.<caller>`` (samples whose chain reaches that caller first, see
     :data:`LOCK_PRIMITIVES`; ``(none)`` when the chain ends in lock code). Each entry's folded
-    chains must add up to its sample count."""
+    chains must add up to its sample count.
+
+    With the frame-pointer unwinder a function that sets up no stack frame on its common path
+    (``_raw_spin_unlock_irq``, ``_raw_spin_unlock_irqrestore``) loses its direct caller: the
+    chain's next frame is then the caller's caller. The qspinlock slowpath sets one up, so its
+    chains name the function that took the lock."""
     rows: dict[str, float] = {}
     symbol: str | None = None
     expected = counted = 0

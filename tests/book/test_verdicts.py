@@ -36,8 +36,9 @@ def claim(low: float, high: float, cited_change: float | verdicts.Cited,
     (0.5, 3.0, 8.0, verdicts.DIRECTION, "below the cited +8.0 %"),
     (-30.0, -5.0, 8.0, verdicts.CONTRADICTED, "is a decrease beyond the margin"),
     (-5.0, 10.0, 8.0, verdicts.INCONCLUSIVE, "contains the cited +8.0 %"),
-    (-2.1, 4.0, -9.2, verdicts.INCONCLUSIVE, "excludes the cited -9.2 %: any change here is "
-                                             "smaller than the author's"),
+    (-2.1, 4.0, -9.2, verdicts.INCONCLUSIVE, "excludes the cited -9.2 %: any change in the "
+                                             "author's direction is smaller than his; its point "
+                                             "estimate, +0.9 %, is on the other side"),
     (-1.0, -0.2, 8.0, verdicts.INCONCLUSIVE, "reaches into the margin"),
     (-0.15, 0.15, 0.0, verdicts.REPRODUCED, "inside the margin"),
     (1.0, 2.0, 0.0, verdicts.CONTRADICTED, "beyond the margin"),

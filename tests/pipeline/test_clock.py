@@ -61,7 +61,8 @@ def test_watchdog_timeout_before_init_is_outside_the_window() -> None:
     health = parse("qpw-watchdog-timeout-before-init")
     assert health == ClockHealth(window_start=1.635142, boot_clocksource="tsc-early",
                                  tsc_unstable=False, switches=("tsc",), watchdog_timeouts=0,
-                                 unstable_before_window=False)
+                                 unstable_before_window=False, timeout_before_window=True)
+    # not a flag, but the once-per-boot line is spent: the window could not show another
     assert not health.flagged
 
 
@@ -150,6 +151,7 @@ def test_committed_iowq_run(pooled: bool, data_unchanged: Callable[[], None]) ->
         "rep": 5, "run_id": IOWQ, "run_rep": 5, "window_start": 7.323066,
         "boot_clocksource": "tsc", "tsc_unstable": True, "switches": "hpet",
         "watchdog_timeouts": 0, "unstable_before_window": False,
+        "timeout_before_window": False,
         "flags": "TSC marked unstable; clocksource switched to hpet"}
     # rep4: one timeout at 11.5 s, after init (6.5 s) and before KB-DONE
     assert list(k0["watchdog_timeouts"]) == [0, 0, 0, 1, 0]
@@ -162,6 +164,9 @@ def test_committed_iowq_run(pooled: bool, data_unchanged: Callable[[], None]) ->
     # k0 rep3: one timeout at 55.6 s; k0-window rep2: its only one is before init
     assert list(health("k0")["watchdog_timeouts"]) == [1, 1, 1, 1, 1]
     assert list(health("k0-window")["watchdog_timeouts"]) == [0, 0, 0, 0, 1]
+    # k0-window rep2 printed its one timeout line before init: its window's 0 says nothing
+    assert list(health("k0-window")["timeout_before_window"]) == [False, True, False, False,
+                                                                  False]
     data_unchanged()
 
 
