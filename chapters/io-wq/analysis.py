@@ -231,7 +231,8 @@ def diff_table(cited: pd.DataFrame, chosen: Chosen, listing: str) -> pd.DataFram
 def top_symbols(chosen: Chosen, recording: str, baseline: str, patched: str,
                 n: int = 12) -> pd.DataFrame:
     """Our own listing as perf diff orders it (delta-abs): the ``n`` kernel symbols with the
-    largest mean |delta| over the repetitions' perf diffs, with the baseline kernel's mean share,
+    largest |mean delta| over the repetitions' perf diffs (the order a diff of the pooled
+    profiles would give), with the baseline kernel's mean share,
     the mean delta and its interval, and the rank perf gave each in the pairs (best to worst)."""
     res = chosen[patched].results
     part = res[(res["variant"] == patched) & (res["workload"] == f"perfdiff-vs-{baseline}")]
