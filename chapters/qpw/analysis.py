@@ -504,12 +504,12 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
             (base_n, unit), (own_n, _) = (icount_repetitions(chosen, ref.icount),
                                           icount_repetitions(chosen, cell.icount))
             counted_on = _limits(chosen, cell.icount)
-            reading = icount_reading(cell, implied)
+            reading, ours = icount_reading(cell, implied)
             verdict = verdicts.judge_boots(
-                base_n, own_n, lambda c, implied=implied, limits=counted_on, reading=reading: (
-                    verdicts.judge_direction(
-                        c, implied.sign, reading, limits,
-                        margin=verdicts.MARGINS["instructions"])), unit=unit)
+                base_n, own_n, lambda c, implied=implied, limits=counted_on, reading=reading,
+                ours=ours: verdicts.judge_direction(
+                    c, implied.sign, reading, limits, margin=verdicts.MARGINS["instructions"],
+                    ours=ours), unit=unit)
             rows.append(_row(
                 f"{cell.cited_id}-icount", table=entry["table"], row=entry["row"],
                 column=f"{cell.short}: mechanism, instructions per kmalloc() (icount)",
@@ -524,23 +524,28 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)
 
 
-def icount_reading(cell: Cell, implied: verdicts.Cited) -> str:
-    """What an icount row tests for ``cell``: the cited direction, and what, if anything,
-    predicts it. The cover's explanation (the un/locking in the local functions, which
-    PREEMPT_RT already pays) predicts instructions only where the locks are on and RT does not
-    pay them already: PREEMPT_DYNAMIC with pwlocks=1."""
-    cited = f"the direction of the cited {implied.describe(' %')}"
+def icount_reading(cell: Cell, implied: verdicts.Cited) -> tuple[str, bool]:
+    """What an icount row tests for ``cell``, and whether that is our reading rather than the
+    authors'. Every row tests the direction of the cited change. The cover's explanation (the
+    un/locking in the local functions, which PREEMPT_RT already pays) predicts instructions
+    only where the locks are on and RT does not pay them already, PREEMPT_DYNAMIC with
+    pwlocks=1; with the locks off it predicts nothing, so what the row tests there is our
+    reading of the listing."""
+    cited = f"the cited {implied.describe(' %')}"
     if cell.variant == "dyn-pw-1":
-        return (f"{cited}: by the cover's explanation, the un/locking the locks add to the "
-                "allocation fast path")
+        return (f"{cited}, by the cover's explanation the un/locking the locks add to the "
+                "allocation fast path"), False
     if cell.variant == "rt-pw-1":
-        return (f"{cited}; the cover's explanation predicts no change here, since PREEMPT_RT "
-                "already pays the un/locking in the local functions")
+        return (f"{cited} (the cover's explanation itself predicts no change here, since "
+                "PREEMPT_RT already pays the un/locking in the local functions)"), False
     if cell.variant.endswith("pw-off"):
-        return f"{cited}; the cover and 0001 expect no change with CONFIG_PWLOCKS=n"
-    return (f"{cited}; with the locks off the cover's explanation predicts nothing, and by "
-            "our reading of the listing only the static branches (and, as this compiler "
-            "laid out PREEMPT_RT, an out-of-line __migrate_enable()) add instructions")
+        return (f"{cited} (the cover and 0001 expect no change with "
+                "CONFIG_PWLOCKS=n)"), False
+    outlined = (", and the out-of-line __migrate_enable() gcc calls in the key-off arm"
+                if cell.variant.startswith("rt-") else "")
+    return (f"our reading of the listing, that with the locks off the static branches' NOPs"
+            f"{outlined} add instructions, in the direction of {cited} (the cover's "
+            "explanation predicts nothing here)"), True
 
 
 ISOLATION_TABLE = "isolated-cpu-drains"

@@ -82,9 +82,10 @@ class ClockHealth:
     """Watchdog lines inside the window that report a timed-out read of another CPU's clock:
     the watchdog could not even check the clock, a sign that a vCPU was not running when a
     measurement may have been. The ``Watchdog hpet interval`` lines that follow a frequency
-    skew are the skew's evidence, not timeouts, and are not counted. The kernel prints this
-    line once per boot (``pr_info_once()`` in ``kernel/time/clocksource.c``), so 1 means at
-    least one, and a boot that printed it before the window cannot show one inside it."""
+    skew are the skew's evidence, not timeouts, and are not counted. The kernel prints the
+    remote-read line (``Watchdog remote CPU <n> read timed out``) once per boot
+    (``pr_info_once()`` in ``kernel/time/clocksource.c``), so for it 1 means at least one, and
+    a boot that printed it before the window cannot show one inside it."""
 
     unstable_before_window: bool
     """The TSC was marked unstable during boot, before the window (e.g. ``TSCs
