@@ -64,9 +64,10 @@ NOT_REPRODUCIBLE = {"perf-diff-http-php": PHP, "perf-diff-http-php-4of8": PHP}
 NOT_SAMPLED = {
     ("perf-diff-nop-5of8", "io_worker_handle_work"): (
         "in k1 the bucket release 5/8 removes runs inside io_worker_handle_work() with "
-        "interrupts off (spin_lock_irq() of hash->wait, io-wq.c:670-673); a cpu-clock sample "
-        "there is taken at _raw_spin_unlock_irq, so the share 5/8 takes out of this function "
-        "in the author's profile (cycles by NMI, by our reading) is not in ours"),
+        "interrupts off (spin_lock_irq() of hash->wait, 7.2.13's io-wq.c:670-673); a cpu-clock "
+        "sample there is taken at _raw_spin_unlock_irq, so the share 5/8 takes out of this "
+        "function in the author's profile (cycles by NMI, by our reading) is not in ours; "
+        "ours rose over this step, out of a dip in k1 that nothing in this chapter explains"),
 }
 """Cited rows whose change our sampling event cannot see, and why (listing, symbol)."""
 NOT_IN_KERNELS = {
@@ -100,9 +101,10 @@ io_req_complete_post() (io_uring.c:1424 and 942), the completion path of a reque
 io-wq. io_wq_worker() and io_worker_handle_work() also take acct->workers_lock (io-wq.c:711 on
 each idle transition, io-wq.c:492 in __io_worker_busy()), but the lock-statistics boots count
 well under one contention of it per thousand requests against hundreds on acct->lock. A caller
-not listed is "other". The slowpath sets up a stack frame, so with the frame-pointer unwinder
-its call chain names its real caller; see :func:`lab.parse.perf.callers` for the unlock
-functions, which do not."""
+not listed is "other". With the frame-pointer unwinder a slowpath chain still names the
+function that took the lock: _raw_spin_lock() builds a frame before it calls the slowpath (or
+is inlined into that function); see :func:`lab.parse.perf.callers` for the unlock functions,
+whose direct caller is lost."""
 IO_WQ_CALLERS = ("io_wq_", "io_worker_", "io_acct_", "create_io_worker",
                  "io_queue_worker_create")
 """Prefixes of the callers whose contentions are io-wq's own locks (acct->lock,

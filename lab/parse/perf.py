@@ -122,8 +122,9 @@ def callers(lines: list[str], source: str) -> list[tuple[str, float]]:
 
     With the frame-pointer unwinder a function that sets up no stack frame on its common path
     (``_raw_spin_unlock_irq``, ``_raw_spin_unlock_irqrestore``) loses its direct caller: the
-    chain's next frame is then the caller's caller. The qspinlock slowpath sets one up, so its
-    chains name the function that took the lock."""
+    chain's next frame is then the caller's caller. A slowpath chain still names the function
+    that took the lock, because ``_raw_spin_lock()`` builds a frame before it calls the
+    slowpath (or is inlined into that function)."""
     rows: dict[str, float] = {}
     symbol: str | None = None
     expected = counted = 0
