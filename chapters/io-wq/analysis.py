@@ -70,6 +70,13 @@ NOT_SAMPLED = {
         "ours rose over this step, out of a dip in k1 that nothing in this chapter explains"),
 }
 """Cited rows whose change our sampling event cannot see, and why (listing, symbol)."""
+NO_SYMBOL = {
+    "put_prev_entity": "our kernels have no put_prev_entity symbol (nm of each timed kernel's "
+                       "vmlinux): gcc inlined the static function into its callers",
+    "amd_iommu_iotlb_sync_map": "our kernels have no IOMMU support at all "
+                                "(CONFIG_IOMMU_SUPPORT is not set), and the guest no IOMMU",
+}
+"""Cited symbols our kernels do not have as symbols, and why: their rows can have no sample."""
 NOT_IN_KERNELS = {
     "ep_poll_callback": "the row belongs to 8/8, the patch that skips wakeups of an "
                         "epoll-watched ring, which no timed kernel has; our server waits "
@@ -399,7 +406,7 @@ def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
         claimed = cited_relative(listing)
         if (base <= 0).any() or (patch <= 0).any():
             empty = int((base <= 0).sum() + (patch <= 0).sum())
-            why = NOT_IN_KERNELS.get(symbol)
+            why = NOT_IN_KERNELS.get(symbol) or NO_SYMBOL.get(symbol)
             rows.append(_row(entry, said, verdicts.Verdict(
                 verdicts.INCONCLUSIVE, f"{empty} of {len(base) + len(patch)} boots have no "
                 "sample of the symbol, so its share has no ratio to judge the cited relative "
