@@ -232,10 +232,11 @@ def _compare_problems(ch: Chapter, parsers: dict[str, Parser]) -> list[str]:
                             f"chapter has {sorted(parsers)}")
         for j, pair in enumerate(c["pairs"]):
             for side in pair:
-                v = m["variants"].get(side, {}) if side in m["variants"] else None
-                if v is None:
+                if side not in m["variants"]:
                     problems.append(f"compare[{i}].pairs[{j}]: no variant {side!r}")
-                elif (v or {}).get("build_fails") or (v or {}).get("boot") is False:
+                    continue
+                v = m["variants"][side] or {}
+                if v.get("build_fails") or v.get("boot") is False:
                     problems.append(f"compare[{i}].pairs[{j}]: variant {side!r} never boots")
             name = f"{c['name']}-vs-{pair[0]}"
             if name in workloads or (pair[1], name) in taken:

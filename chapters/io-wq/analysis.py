@@ -184,6 +184,34 @@ def diff_deltas(chosen: Chosen, recording: str, baseline: str, patched: str,
     return pd.Series(out, dtype=float).sort_index()
 
 
+def diff_agreement(chosen: Chosen) -> tuple[float, float]:
+    """How far perf diff's own delta of each symbol, per pair, lies from the difference of the
+    two boots' flat-profile shares, at most, over every step, recording and symbol both
+    profiles name; and the largest delta of a symbol only perf diff names (it takes symbols
+    from vmlinux, the guest's reports from /proc/kallsyms)."""
+    worst, only_diff = 0.0, 0.0
+    for base_k, patch_k in STEPS.values():
+        diffs = dict(_boots(chosen, patch_k, f"perfdiff-vs-{base_k}"))
+        for recording in ("nop", "http"):
+            share = {k: {rep: {m[len("share."):]: v for m, v in values.items()
+                               if m.startswith("share.")}
+                         for rep, values in _boots(chosen, k, recording)}
+                     for k in (base_k, patch_k)}
+            prefix = f"{recording}.delta."
+            for rep, values in diffs.items():
+                base, patch = share[base_k][rep], share[patch_k][rep]
+                for metric, delta in values.items():
+                    if not metric.startswith(prefix):
+                        continue
+                    symbol = metric[len(prefix):]
+                    if symbol in base or symbol in patch:
+                        hand = patch.get(symbol, 0.0) - base.get(symbol, 0.0)
+                        worst = max(worst, abs(hand - delta))
+                    else:
+                        only_diff = max(only_diff, abs(delta))
+    return worst, only_diff
+
+
 def relative_change(chosen: Chosen, workload: str, baseline: str, patched: str,
                     symbol: str) -> stats.Change | None:
     """The change of ``symbol``'s share relative to its baseline share, over boots (ratio of
