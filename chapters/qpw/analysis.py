@@ -434,10 +434,15 @@ def _limits(chosen: Chosen, variant: str) -> str:
 
 
 def isolation_limits(chosen: Chosen) -> str:
-    """Where the isolation kernels ran: accelerator, vCPUs, host, QEMU, compiler, kernel."""
-    facts = runs.environment_facts(chosen[ISOLATED["pwlocks=1"]].manifest)
+    """Where the isolation kernels ran: accelerator, vCPUs, host, QEMU, compiler, kernel (the
+    compiler of the isolation variants, not of the whole run, whose lockdep kernels are
+    clang's)."""
+    manifest = chosen[ISOLATED["pwlocks=1"]].manifest
+    facts = runs.environment_facts(manifest)
+    compilers = ", ".join(sorted({manifest["variants"][v]["compiler"]
+                                  for v in ISOLATED.values()}))
     return (f"{_limits(chosen, ISOLATED['pwlocks=1'])} ({facts['host_cpu']}), QEMU "
-            f"{facts['qemu']}, {facts['compiler']}, {facts['kernel']}")
+            f"{facts['qemu']}, {compilers}, {facts['kernel']}")
 
 
 def _row(rid: str, *, table: str, row: str, column: str, cited: str, ours: str,
@@ -504,11 +509,11 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
             (base_n, unit), (own_n, _) = (icount_repetitions(chosen, ref.icount),
                                           icount_repetitions(chosen, cell.icount))
             counted_on = _limits(chosen, cell.icount)
-            reading, ours = icount_reading(cell, implied)
+            reading, ours, expected = icount_reading(cell, implied)
             verdict = verdicts.judge_boots(
-                base_n, own_n, lambda c, implied=implied, limits=counted_on, reading=reading,
-                ours=ours: verdicts.judge_direction(
-                    c, implied.sign, reading, limits, margin=verdicts.MARGINS["instructions"],
+                base_n, own_n, lambda c, expected=expected, limits=counted_on,
+                reading=reading, ours=ours: verdicts.judge_direction(
+                    c, expected, reading, limits, margin=verdicts.MARGINS["instructions"],
                     ours=ours), unit=unit)
             rows.append(_row(
                 f"{cell.cited_id}-icount", table=entry["table"], row=entry["row"],
@@ -524,32 +529,41 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)
 
 
-def icount_reading(cell: Cell, implied: verdicts.Cited) -> tuple[str, bool]:
-    """What an icount row tests for ``cell``, and whether that is our reading rather than the
-    authors'. Every row tests the direction of the cited change. The cover's explanation (the
-    un/locking in the local functions, which PREEMPT_RT already pays) predicts instructions
-    only where the locks are on and RT does not pay them already, PREEMPT_DYNAMIC with
-    pwlocks=1; with the locks off it predicts nothing, so what the row tests there is our
-    reading of the listing."""
+def icount_reading(cell: Cell, implied: verdicts.Cited) -> tuple[str, bool, int]:
+    """What an icount row tests for ``cell``: the prediction, whether it is our reading rather
+    than the authors', and the direction it predicts. A mechanism row is judged against what
+    its explanation predicts, not against the cited cycles (the claim row judges those). The
+    cover's explanation (the un/locking in the local functions, which PREEMPT_RT already pays)
+    predicts instructions where the locks are on and RT does not pay them already,
+    PREEMPT_DYNAMIC with pwlocks=1, and no change for PREEMPT_RT with pwlocks=1; the cover and
+    0001 expect no change with CONFIG_PWLOCKS=n; with the locks compiled in but off the cover
+    predicts nothing, so the row tests our reading of the listing, in the cited direction."""
     cited = f"the cited {implied.describe(' %')}"
     if cell.variant == "dyn-pw-1":
         return (f"{cited}, by the cover's explanation the un/locking the locks add to the "
-                "allocation fast path"), False
+                "allocation fast path"), False, implied.sign
     if cell.variant == "rt-pw-1":
-        return (f"{cited} (the cover's explanation itself predicts no change here, since "
-                "PREEMPT_RT already pays the un/locking in the local functions)"), False
+        return ("the cover's explanation, which predicts no change here since PREEMPT_RT "
+                f"already pays the un/locking in the local functions (the cycles row judges "
+                f"{cited})"), False, 0
     if cell.variant.endswith("pw-off"):
-        return (f"{cited} (the cover and 0001 expect no change with "
-                "CONFIG_PWLOCKS=n)"), False
+        return ("the cover and 0001, which expect no change with CONFIG_PWLOCKS=n (the "
+                f"cycles row judges {cited})"), False, 0
     outlined = (", and the out-of-line __migrate_enable() gcc calls in the key-off arm"
                 if cell.variant.startswith("rt-") else "")
     return (f"our reading of the listing, that with the locks off the static branches' NOPs"
             f"{outlined} add instructions, in the direction of {cited} (the cover's "
-            "explanation predicts nothing here)"), True
+            "explanation predicts nothing here)"), True, implied.sign
 
 
 ISOLATION_TABLE = "isolated-cpu-drains"
 NO_CITED = "none (the cover gives the reproducer, no numbers)"
+
+
+COUNTED = frozenset({*(f"qpw-isolation-{m.replace('_', '-')}" for m in PER_TRIGGER),
+                     "qpw-isolation-work-on-victim-disk"})
+"""The rows of event counts (work items, IPIs, switches per request): judged without any clock,
+so no boot's clock trouble bears on them."""
 
 
 def _isolation_rows(chosen: Chosen) -> list[dict]:
