@@ -16,7 +16,7 @@ PIPELINE_DEBS := qemu-system-x86 mmdebstrap bubblewrap uidmap passwd git tar xz-
 	python3-venv e2fsprogs
 CHAPTERS_LIST = $(notdir $(patsubst %/chapter.yaml,%,$(wildcard chapters/*/chapter.yaml)))
 
-.PHONY: reproduce reparse check-chapters pipeline-deps help-pipeline toolchain-lock
+.PHONY: reproduce reparse check-chapters pipeline-deps help-pipeline toolchain-lock guest-lock
 
 help-pipeline: ## how to re-measure a chapter (variables, caches, what needs root)
 	@echo "make reproduce CHAPTER=<chapter>|a,b|all [VARIANTS=a,b] [REPS=n] [ACCEL=auto|kvm|tcg|icount]"
@@ -31,6 +31,8 @@ help-pipeline: ## how to re-measure a chapter (variables, caches, what needs roo
 	@echo "    the only step that does: every other target runs as an ordinary user"
 	@echo "make toolchain-lock  re-make the toolchain root from today's sid and rewrite"
 	@echo "    configs/toolchain.lock.yaml (when the archive no longer serves a locked version)"
+	@echo "make guest-lock CHAPTER=<chapter>  pin the chapter's guest_packages against the"
+	@echo "    toolchain root (chapters/<chapter>/guest.lock.yaml; boots only, no rebuild)"
 	@echo "caches: $(KB_CACHE) (delete it to start cold)"
 
 pipeline-deps: ## install the pipeline's host packages with apt-get (needs root)
@@ -38,6 +40,10 @@ pipeline-deps: ## install the pipeline's host packages with apt-get (needs root)
 
 toolchain-lock: $(STAMP) pipeline-deps ## re-make the toolchain root from today's sid and rewrite its lock
 	@$(PY) -m lab.toolchain lock
+
+guest-lock: $(STAMP) pipeline-deps ## pin a chapter's guest packages: make guest-lock CHAPTER=io-wq
+	@test -n "$(CHAPTER)" || { echo "usage: make guest-lock CHAPTER=<chapter>"; exit 2; }
+	@$(PY) -m lab.guestlayer lock '$(CHAPTER)'
 
 reproduce: $(STAMP) pipeline-deps ## re-measure chapters: make reproduce CHAPTER=smoke (see make help-pipeline)
 	@test -n "$(CHAPTER)" || { echo "usage: make reproduce CHAPTER=<chapter>|a,b|all; chapters: $(CHAPTERS_LIST)"; exit 2; }

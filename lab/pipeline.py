@@ -33,6 +33,7 @@ from lab import (
     cachedir,
     collect,
     experiment,
+    guestlayer,
     inspect,
     series,
     source,
@@ -99,6 +100,24 @@ def cmd_root(a: argparse.Namespace) -> None:
         stamp.update(root=str(root), key=root.name, suite=toolchain.SUITE,
                      packages=toolchain.root_packages(root),
                      tools=toolchain.tool_versions(root))
+    write_json(Path(a.out), stamp)
+
+
+def cmd_layer(a: argparse.Namespace) -> None:
+    """The guest's root for a chapter's boots: the toolchain root itself, or, when the chapter
+    lists ``guest_packages``, the layer its guest lock describes (made once,
+    :mod:`lab.guestlayer`)."""
+    exp = load_experiment(a)
+    log = fresh_log(a)
+    root = read_json(a.root)
+    with stage("layer", exp.name, log) as stamp:
+        if not guestlayer.requested(exp.chapter):
+            stamp.update(root=root["root"], key=root["key"], packages={})
+        else:
+            lock = guestlayer.load_lock(exp.chapter, root["key"])
+            tree = guestlayer.create_layer(Path(root["root"]), lock, log)
+            stamp.update(root=str(tree), key=tree.name, packages=dict(lock.packages),
+                         lock=in_repo(guestlayer.lock_path(exp.chapter)))
     write_json(Path(a.out), stamp)
 
 
@@ -345,7 +364,7 @@ def cmd_boot(a: argparse.Namespace) -> None:
         with ExitStack() as scratch:
             made = scratch.enter_context(vm.scratch_disk(disk, v.machine.disk)) if disk else {}
             argv = vm.qemu_command(artifacts / "bzImage",
-                                   Path(read_json(a.root)["root"]), tmp / "job", tmp / "out",
+                                   Path(read_json(a.layer)["root"]), tmp / "job", tmp / "out",
                                    accel["used"], v.machine, cmdline, initrd, disk)
             result = vm.boot(argv, console, exp.boot_timeout, label)
         sums = vm.verify_output(tmp / "out", label)
@@ -506,6 +525,7 @@ def cmd_publish(a: argparse.Namespace) -> None:
     tools = {read_json(p)["variant"]: read_json(p) for p in a.tools}
     inspected = {read_json(p)["variant"]: read_json(p) for p in a.inspected}
     root = read_json(a.root)
+    layer = read_json(a.layer)
     base = read_json(a.base)
     serieses = {read_json(p)["tree"]: read_json(p) for p in a.series}
     run_id = collect.new_run_id("-".join(sorted({v.accel for v in exp.variants.values()})))
@@ -593,6 +613,8 @@ def cmd_publish(a: argparse.Namespace) -> None:
             "host": collect.host_info(),
             "toolchain_root": {"key": root["key"], "suite": root["suite"],
                                "packages": root["packages"]},
+            **({"guest_layer": {"key": layer["key"], "lock": layer["lock"],
+                                "packages": layer["packages"]}} if layer["packages"] else {}),
             "variants": variants,
         }
         configs = {name: Path(b["artifacts"]) / ".config" for name, b in builds.items()}
@@ -607,11 +629,14 @@ def cmd_publish(a: argparse.Namespace) -> None:
 
 
 def cmd_check(a: argparse.Namespace) -> None:
-    """Validate chapters (schema, files, parsers, cited ids) and print what each would run."""
+    """Validate chapters (schema, files, parsers, cited ids, guest locks) and print what each
+    would run."""
     from lab import chapters
     for ch in chapters.select(a.chapters) if a.chapters else chapters.discover().values():
         if ch.has_experiment:
             exp = experiment.load(ch)
+            if guestlayer.requested(ch):
+                guestlayer.load_lock(ch, toolchain.root_key())
             print(f"{ch.name}: {len(exp.variants)} variants, {len(exp.builds)} builds, "
                   f"{len(exp.boots)} boots")
         else:
@@ -648,14 +673,15 @@ def main(argv: list[str] | None = None) -> int:
     acc = add("accel", cmd_accel, "--root", "--out", log=False)
     acc.add_argument("--build", nargs="?", default="")  # none when no variant boots
     acc.add_argument("--probe-timeout", type=float, default=vm.probe_timeout())
-    add("boot", cmd_boot, "--root", "--build", "--tools", "--accel-json", "--variant", "--rep",
+    add("layer", cmd_layer, "--root", "--out")
+    add("boot", cmd_boot, "--layer", "--build", "--tools", "--accel-json", "--variant", "--rep",
         "--out", log=False)
     add("compare", cmd_compare, "--root", "--baseline-boot", "--patched-boot",
         "--baseline-build", "--patched-build", "--workload", "--variant", "--rep", "--out",
         log=False)
     add("parse", cmd_parse, "--boot", "--out", log=False)
     add("inspect", cmd_inspect, "--root", "--build", "--variant", "--out", log=False)
-    pub = add("publish", cmd_publish, "--root", "--base", "--out", log=False)
+    pub = add("publish", cmd_publish, "--root", "--layer", "--base", "--out", log=False)
     for many in ("--builds", "--build-times", "--series", "--inspected", "--tools"):
         pub.add_argument(many, nargs="+", required=True)
     pub.add_argument("--parsed", nargs="*", default=[])  # none when no variant boots

@@ -45,7 +45,10 @@ PACKAGES: tuple[str, ...] = (
     "perl", "rsync", "xz-utils", "zstd", "libc6-dev",
     # tools the guest workloads use
     "linux-perf", "bpftool", "stress-ng", "bpftrace", "liburing-dev", "procps",
-    # HTTP load over loopback for the io-wq chapter's server
+    # HTTP load over loopback: the io-wq chapter's load generator up to its run
+    # 20261127T021432Z-auto; a tool only guests run belongs in a chapter's guest_packages
+    # (lab/guestlayer.py), and wrk leaves this list at the next lock refresh, which makes a new
+    # root (and new kernel builds) anyway
     "wrk",
 )
 """Packages the root is asked for; the lock (``LOCK_FILE``) holds them and their dependencies

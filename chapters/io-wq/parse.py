@@ -14,8 +14,10 @@ prints ``error=<reason>`` instead. A workload outside the kernel's role gives th
   ``perf lock record`` and its contention table (``contended.<caller>``, a count, and
   ``wait_ns.<caller>``, emulated time); runs made before the callers and stat sections existed
   have neither;
-* ``http.sh``: ``wrk.requests_per_second`` and ``wrk.requests`` from wrk's summary,
-  ``server.<key>`` from the server's lines, and the server's flat profile;
+* ``http.sh`` and ``php.sh``: ``load.<key>`` from h2load's summary (``requests``,
+  ``requests_per_second``, ``seconds``), ``server.<key>`` from the server's lines, and the
+  server's flat profile and callers (runs before h2load: ``wrk.requests_per_second`` and
+  ``wrk.requests`` from wrk's summary, and no callers);
 * ``race.sh``: ``race.<key>`` (``trials``, ``lost``, ``bound_ms``, ``seconds``);
 * ``lockstat.sh``: ``flood.<key>`` and ``lockstat.<class>.<column>``;
 * ``host/perf-diff.sh`` (the compare stage, rows of the patched boot): per recording,
@@ -34,13 +36,19 @@ from lab.parse import keyvalue, lock_stat, perf
 
 KEYS = {
     "nop": ("control", "async", "report nop.data", "lock", "contention"),
-    "http": ("wrk", "server", "report http.data"),
+    "http": ("load", "server", "report http.data", "callers http.data"),
+    "php": ("load", "server", "report php.data", "callers php.data"),
     "race": ("lostwake",),
     "lockstat": ("flood", "lock_stat"),
 }
 """The sections each workload prints, in order."""
 OPTIONAL = {"nop": ("callers nop.data", "stat")}
 """Sections a newer script prints and an older committed run's output lacks."""
+HTTP_WRK = ("wrk", "server", "report http.data")
+"""The sections of http.sh before it drove a fixed number of requests with h2load (the
+committed runs up to 20261127T021432Z-auto, which reparse with them)."""
+DIFFED = ({"nop", "http"}, {"nop", "http", "php"})
+"""The recordings host/perf-diff.sh compares: before the PHP workload, and since."""
 
 
 def sections(text: str, source: str, names: tuple[str, ...]) -> tuple[dict[str, str],
@@ -110,6 +118,32 @@ def wrk(lines: list[str], source: str) -> list[tuple[str, float]]:
     return rows
 
 
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def h2load(lines: list[str], source: str) -> list[tuple[str, float]]:
+    """``load.requests``, ``load.requests_per_second`` and ``load.seconds`` from h2load's
+    summary; a request that failed, errored or timed out, or any status but 2xx, fails the
+    parse (the work of the boot would not be the fixed count)."""
+    text = "\n".join(lines)
+    done = re.search(r"^finished in (\d+(?:\.\d+)?)(us|ms|s), (\d+(?:\.\d+)?) req/s,", text, re.M)
+    counts = re.search(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+                       r"(\d+) failed, (\d+) errored, (\d+) timeout$", text, re.M)
+    codes = re.search(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx$", text, re.M)
+    if not done or not counts or not codes:
+        raise StageError(f"{source}: h2load's summary lacks its 'finished in', 'requests:' or "
+                         "'status codes:' line")
+    total, _, finished, succeeded, failed, errored, timeout = map(int, counts.groups())
+    if failed or errored or timeout or finished != total or int(codes[1]) != succeeded:
+        raise StageError(f"{source}: h2load: {total} requests, {finished} done, {failed} "
+                         f"failed, {errored} errored, {timeout} timed out, status codes "
+                         f"{codes.groups()} (2xx 3xx 4xx 5xx): the boot did not do the "
+                         "fixed work")
+    return [("load.requests", float(succeeded)),
+            ("load.requests_per_second", float(done[3])),
+            ("load.seconds", float(done[1]) * _UNITS[done[2]])]
+
+
 def nop(text: str, source: str) -> list[tuple[str, float]]:
     """Rows of one boot of nop.sh."""
     pairs, found = sections(text, source, KEYS["nop"])
@@ -146,21 +180,41 @@ def perfdiff(text: str, source: str) -> list[tuple[str, float]]:
             bodies[current] = []
         elif current is not None:
             bodies[current].append(line)
-    if set(bodies) != {"nop", "http"}:
-        raise StageError(f"{source}: diffs of {sorted(bodies)}, not of nop.data and http.data")
+    if set(bodies) not in DIFFED:
+        raise StageError(f"{source}: diffs of {sorted(bodies)}, not of the recordings "
+                         f"{[sorted(d) for d in DIFFED]} (.data)")
     for name, body in bodies.items():
         rows += perf.diff(name, body, f"{source} ({name}.data)")
     return rows
 
 
+def _server(kind: str, text: str, source: str) -> list[tuple[str, float]]:
+    """Rows of one boot of http.sh or php.sh (``kind``), h2load-driven."""
+    pairs, found = sections(text, source, KEYS[kind])
+    if pairs["ran"] == "0":
+        return [("ran", 0.0)]
+    return [("ran", 1.0), *h2load(found["load"], source),
+            *numbers(found["server"], "server", source),
+            *perf.profile(found[f"report {kind}.data"], source),
+            *perf.callers(found[f"callers {kind}.data"], source)]
+
+
 def http(text: str, source: str) -> list[tuple[str, float]]:
-    """Rows of one boot of http.sh."""
-    pairs, found = sections(text, source, KEYS["http"])
+    """Rows of one boot of http.sh: the h2load-driven script, or the wrk-driven one of the
+    earlier committed runs (``wrk.*`` rows, no callers)."""
+    if "\n== wrk\n" not in text:
+        return _server("http", text, source)
+    pairs, found = sections(text, source, HTTP_WRK)
     if pairs["ran"] == "0":
         return [("ran", 0.0)]
     return [("ran", 1.0), *wrk(found["wrk"], source),
             *numbers(found["server"], "server", source),
             *perf.profile(found["report http.data"], source)]
+
+
+def php(text: str, source: str) -> list[tuple[str, float]]:
+    """Rows of one boot of php.sh."""
+    return _server("php", text, source)
 
 
 def race(text: str, source: str) -> list[tuple[str, float]]:
@@ -199,4 +253,5 @@ def lockstat(text: str, source: str) -> list[tuple[str, float]]:
     return [("ran", 1.0), *numbers(found["flood"], "flood", source), *sorted(rows.items())]
 
 
-PARSERS = {"nop": nop, "http": http, "race": race, "lockstat": lockstat, "perfdiff": perfdiff}
+PARSERS = {"nop": nop, "http": http, "php": php, "race": race, "lockstat": lockstat,
+           "perfdiff": perfdiff}

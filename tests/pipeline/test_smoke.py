@@ -1,8 +1,9 @@
 """The smoke chapter end to end: `make reproduce CHAPTER=smoke` builds, boots, publishes.
 
 This is the test CI relies on to show that the whole pipeline works on a fresh machine:
-toolchain root, pinned base, series, config, build, tools, TCG and icount boots, a host-side
-comparison of two boots, parse, and a published run whose manifest and files check out.
+toolchain root, pinned base, series, config, build, tools, a guest package in a layer over the
+root, TCG and icount boots, a host-side comparison of two boots, parse, and a published run
+whose manifest and files check out.
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ def test_smoke_chapter_end_to_end(runs_tmp, data_unchanged) -> None:
     assert value[("baseline", "marker")] == 0
     assert value[("patched", "marker")] == 1
     assert value[("patched-icount", "marker")] == 1
+    # the guests ran the chapter's guest package from the layer, which the manifest names
+    assert {value[(v, "layer")] for v in ("baseline", "patched", "patched-icount")} == {1}
+    assert manifest["guest_layer"]["packages"] == {"hello": "2.12.3-1"}
+    assert manifest["guest_layer"]["lock"] == "chapters/smoke/guest.lock.yaml"
+    assert manifest["guest_layer"]["key"].startswith(manifest["toolchain_root"]["key"] + "-")
     # the host-side comparison read both boots' kept files; its output is the patched boot's
     assert value[("patched", "baseline_marker")] == 0
     assert value[("patched", "patched_marker")] == 1

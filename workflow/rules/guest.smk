@@ -48,6 +48,30 @@ rule tools:
         "--out {output} --log {log}"
 
 
+def guest_lock(wc):
+    """The chapter's guest lock, when it has guest packages: a new lock makes a new layer."""
+    exp = exp_of(wc)
+    return [str(guestlayer.lock_path(exp.chapter))] if guestlayer.requested(exp.chapter) else []
+
+
+rule layer:
+    """The guest's root (lab/guestlayer.py): the toolchain root, or the chapter's layer of
+    guest packages over it."""
+    input:
+        root="toolchain/root.json",
+        lock=guest_lock,
+    output:
+        "layer/{chapter}.json",
+    params:
+        common=common,
+    log:
+        "logs/{chapter}/layer.log",
+    benchmark:
+        "benchmarks/{chapter}/layer.tsv"
+    shell:
+        "{LAB} layer {params.common} --root {input.root} --out {output} --log {log}"
+
+
 rule accel:
     input:
         root="toolchain/root.json",
@@ -79,7 +103,7 @@ def boot_before(wc):
 rule boot:
     input:
         after=boot_before,
-        root="toolchain/root.json",
+        layer="layer/{chapter}.json",
         build=build_of,
         tools=lambda wc: f"tools/{wc.chapter}/{exp_of(wc).build_name(wc.variant)}/tools.json",
         accel="accel/{chapter}/{key}.json",
@@ -98,7 +122,7 @@ rule boot:
     resources:
         machine=1,
     shell:
-        "{LAB} boot {params.common} --root {input.root} --build {input.build} "
+        "{LAB} boot {params.common} --layer {input.layer} --build {input.build} "
         "--tools {input.tools} --accel-json {input.accel} --variant {wildcards.variant} "
         "--rep {wildcards.rep} --out {output}"
 

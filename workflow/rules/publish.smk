@@ -12,6 +12,7 @@ def booted(wc):
 rule publish:
     input:
         root="toolchain/root.json",
+        layer="layer/{chapter}.json",
         base="source/base.json",
         series=lambda wc: [f"series/{wc.chapter}/{t}.json" for t in exp_of(wc).trees],
         builds=lambda wc: [f"build/{wc.chapter}/{b}/build.json" for b in exp_of(wc).builds],
@@ -33,7 +34,7 @@ rule publish:
     params:
         common=common,
     shell:
-        "{LAB} publish {params.common} --root {input.root} --base {input.base} "
+        "{LAB} publish {params.common} --root {input.root} --layer {input.layer} --base {input.base} "
         "--series {input.series} --builds {input.builds} --build-times {input.build_times} "
         "--tools {input.tools} --inspected {input.inspected} --parsed {input.parsed} "
         "--compared {input.compared} --out {output}"

@@ -6,7 +6,9 @@ boot of the patch-8 race kernel, ``lockstat-k2.out`` from the CONFIG_LOCK_STAT b
 and ``nop-race-kernel.out``, what nop.sh prints on a kernel of another role. Captured on
 2026-11-27 from a trial run of the call-chain scripts: ``nop-k2-callers.out`` (a k2 boot's
 nop.sh with the folded callers and perf stat) and ``perfdiff-k0-vs-k2.out`` (host/perf-diff.sh
-on that boot and a k0 boot).
+on that boot and a k0 boot). Captured later that day from a trial run of the h2load-driven
+server scripts on a k0 boot: ``http-h2load-k0.out`` (http.sh) and ``php-k0.out`` (php.sh),
+and ``perfdiff-php-k0-vs-k2.out``, perf-diff.sh on that boot and a k2 boot, with php.data.
 """
 
 from __future__ import annotations
@@ -74,6 +76,32 @@ def test_the_http_analogue_gives_wrk_server_and_profile_rows() -> None:
     # the server answered at least what wrk counted (wrk stops counting at its deadline)
     assert r["server.requests"] >= r["wrk.requests"] and r["server.errors"] == 0
     assert r["profile.samples"] > 1000 and "share.queued_spin_lock_slowpath" in r
+
+
+@pytest.mark.parametrize(("name", "parser", "requests"), [
+    ("http-h2load-k0.out", "http", 100_000), ("php-k0.out", "php", 20_000)])
+def test_the_server_analogues_do_a_fixed_number_of_requests(name, parser, requests) -> None:
+    r = rows(parser, name)
+    # h2load's fixed count, every one answered 2xx, and the server answered exactly those
+    assert r["load.requests"] == requests == r["server.requests"]
+    assert r["server.errors"] == 0 and r["server.resets"] == 0
+    assert r["server.php_requests"] == (requests if parser == "php" else 0)
+    assert r["load.requests_per_second"] == pytest.approx(
+        r["load.requests"] / r["load.seconds"], rel=0.01)
+    # it waited in epoll, and its profile's spin and unlock samples have their callers
+    assert r["server.epoll_waits"] > 0 and r["profile.samples"] > 1000
+    for symbol in ("queued_spin_lock_slowpath", "_raw_spin_unlock_irqrestore"):
+        callers = sum(v for k, v in r.items() if k.startswith(f"caller.{symbol}."))
+        assert callers == r[f"callers.{symbol}.samples"] > 0
+
+
+def test_perf_diff_covers_each_recording_the_boots_kept() -> None:
+    # the earlier runs' two recordings, and since the PHP workload three
+    for name, recordings in (("perfdiff-k0-vs-k2.out", {"nop", "http"}),
+                             ("perfdiff-php-k0-vs-k2.out", {"nop", "http", "php"})):
+        r = rows("perfdiff", name)
+        assert {k.split(".")[0] for k in r} == recordings, name
+        assert "php.baseline.queued_spin_lock_slowpath" in r or "php" not in recordings
 
 
 def test_race_and_lockstat_rows() -> None:
@@ -168,7 +196,15 @@ def test_a_workload_of_another_role_is_one_row() -> None:
      "perf diff's header"),
     ("perfdiff-k0-vs-k2.out", "perfdiff", lambda t: re.sub(
         r"== diff http.data\n.*?== end diff http.data\n", "", t, flags=re.S),
-     "not of nop.data and http.data"),
+     "not of the recordings"),
+    ("http-h2load-k0.out", "http", lambda t: t.replace(" 0 failed,", " 3 failed,"),
+     "did not do the fixed work"),
+    ("php-k0.out", "php", lambda t: t.replace("status codes: 20000 2xx, 0 3xx, 0 4xx, 0 5xx",
+                                              "status codes: 19990 2xx, 0 3xx, 0 4xx, 10 5xx"),
+     "did not do the fixed work"),
+    ("php-k0.out", "php", lambda t: re.sub(r"finished in .*\n", "", t), "lacks its"),
+    ("php-k0.out", "php", lambda t: re.sub(r"== callers php.data\n.*?== end callers php.data\n",
+                                           "", t, flags=re.S), "missing"),
 ])
 def test_broken_output_fails_naming_the_problem(name, parser, edit, message) -> None:
     with pytest.raises(StageError, match=message):

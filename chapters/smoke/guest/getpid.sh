@@ -9,4 +9,10 @@ if grep -q "kernel-book smoke: patched kernel" /tmp/out/keep/dmesg.txt; then
 else
 	echo "marker=0"
 fi
+# the chapter's guest package (guest_packages: hello): only the layer over the root has it
+if [ "$(hello -g layer 2>/dev/null)" = layer ]; then
+	echo "layer=1"
+else
+	echo "layer=0"
+fi
 exec /tmp/kb/bin/getpid "${KB_SMOKE_ITERATIONS:-100000}"
