@@ -25,6 +25,7 @@ extensions = [
     "sphinxcontrib.bibtex",
     "sphinx.ext.mathjax",
     "lab.sphinxext",
+    "lab.forwarddiff",
 ]
 
 root_doc = "book/index"

@@ -294,8 +294,8 @@ def top_symbols(chosen: Chosen, recording: str, baseline: str, patched: str,
 
 
 def spin_callers(chosen: Chosen, symbol: str, kernels: Iterable[str] = KERNELS,
-                 share: float = 0.02) -> pd.DataFrame:
-    """Where the NOP flood's samples of ``symbol`` came from: per kernel, the samples per
+                 share: float = 0.02, workload: str = "nop") -> pd.DataFrame:
+    """Where ``workload``'s samples of ``symbol`` came from: per kernel, the samples per
     boot whose call chain reaches each caller first (parse.py ``callers``), as a share of the
     symbol's samples, summed over boots, and the lock the caller takes (:data:`CALLER_LOCKS`;
     meaningful for the slowpath); callers under ``share`` of every kernel are summed into
@@ -303,7 +303,7 @@ def spin_callers(chosen: Chosen, symbol: str, kernels: Iterable[str] = KERNELS,
     rows = []
     for kernel in kernels:
         res = chosen[kernel].results
-        part = res[(res["variant"] == kernel) & (res["workload"] == "nop")]
+        part = res[(res["variant"] == kernel) & (res["workload"] == workload)]
         total = part[part["metric"] == f"callers.{symbol}.samples"]["value"].sum()
         prefix = f"caller.{symbol}."
         for metric, value in part[part["metric"].str.startswith(prefix)].groupby(
