@@ -26,8 +26,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from lab import cachedir, chapters, toolchain
 from lab.command import StageError, quote, require_tools, run
 
@@ -84,21 +82,9 @@ def load_lock(ch: chapters.Chapter, root_key: str) -> GuestLock:
     root; every problem names the file and the command that fixes it."""
     path = lock_path(ch)
     fix = f"run `make guest-lock CHAPTER={ch.name}` and commit {LOCK_NAME}"
-    if not path.is_file():
-        raise StageError(f"{path} is missing: {ch.file} lists guest_packages; {fix}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise StageError(f"{path} is not valid YAML ({exc}); {fix}") from exc
-    if not isinstance(data, dict):
-        raise StageError(f"{path} is not a mapping; {fix}")
-    for key, kind in (("root", str), ("requested", list), ("packages", dict)):
-        if not isinstance(data.get(key), kind):
-            raise StageError(f"{path}: key `{key}` is missing or not a {kind.__name__}; {fix}")
-    bad = [p for p, v in data["packages"].items() if not isinstance(v, str)]
-    if bad:
-        raise StageError(f"{path}: the versions of {', '.join(bad)} are not quoted strings; "
-                         f"quote them or {fix}")
+    data = toolchain.read_lock_file(
+        path, (("root", str), ("requested", list), ("packages", dict)), fix,
+        missing=f": {ch.file} lists guest_packages")
     lock = GuestLock(data["root"], tuple(sorted(data["requested"])),
                      tuple(sorted(data["packages"].items())))
     if lock.requested != requested(ch):

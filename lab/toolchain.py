@@ -28,6 +28,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -237,25 +238,33 @@ class Lock:
         return "\n".join(out) + "\n"
 
 
-def load_lock(path: Path = LOCK_FILE) -> Lock:
-    """Read and check the lock file; every problem names the file, the key and the fix."""
-    fix = "run `make toolchain-lock` to write it anew"
+def read_lock_file(path: Path, keys: tuple[tuple[str, type], ...], fix: str,
+                   missing: str = "") -> dict[str, Any]:
+    """A package lock's YAML (this root's, or a chapter's guest lock), checked: the file, its
+    keys and their types, and every version a quoted string; each problem names the file and
+    ends with ``fix``."""
     if not path.is_file():
-        raise StageError(f"{path} is missing; {fix}")
+        raise StageError(f"{path} is missing{missing}; {fix}")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise StageError(f"{path} is not valid YAML ({exc}); {fix}") from exc
     if not isinstance(data, dict):
         raise StageError(f"{path} is not a mapping; {fix}")
-    for key, kind in (("suite", str), ("architecture", str), ("requested", list),
-                      ("packages", dict)):
+    for key, kind in keys:
         if not isinstance(data.get(key), kind):
             raise StageError(f"{path}: key `{key}` is missing or not a {kind.__name__}; {fix}")
     bad = [p for p, v in data["packages"].items() if not isinstance(v, str)]
     if bad:
         raise StageError(f"{path}: the versions of {', '.join(bad)} are not quoted strings "
                          f"(YAML reads 1:2.3 as a number); quote them or {fix}")
+    return data
+
+
+def load_lock(path: Path = LOCK_FILE) -> Lock:
+    """Read and check the lock file; every problem names the file, the key and the fix."""
+    data = read_lock_file(path, (("suite", str), ("architecture", str), ("requested", list),
+                                 ("packages", dict)), "run `make toolchain-lock` to write it anew")
     return Lock(data["suite"], data["architecture"], tuple(data["requested"]),
                 tuple(sorted(data["packages"].items())))
 
