@@ -88,19 +88,21 @@ SERVERS = {"http": "static-file", "php": "PHP"}
 """Our analogues of the author's two server cases: workload -> what it serves."""
 SERVER_REGIME = ("our {what} analogue does the author's work (every send forced onto io-wq, "
                  "waiting in epoll, a fixed number of requests) but not his load: on two vCPUs "
-                 "shared with its load generator io-wq ran {items:,.0f} items/s on {kernel} "
+                 "shared with its load generator io-wq ran {items:,.0f} items/s on {kernel}, "
+                 "{queued:,.0f}/s of them queued through acct->lock (a linked chain's head), "
                  "against the NOP flood's {flood:,.0f}/s, and the slowpath holds {share:.2f} % "
                  "of its samples against his {cited}, so it cannot move this row as his load "
                  "did")
 """Why the server rows cannot judge the author's: the analogues barely contend (measured:
-io-wq items per second, from the server's own count of IOSQE_ASYNC submissions, and the
-slowpath's share)."""
+io-wq items per second, from the server's own count of IOSQE_ASYNC submissions, the chains
+among them that pass acct->lock, and the slowpath's share)."""
 CALLER_LOCKS = {
     "io_wq_enqueue": "acct->lock",
     "io_worker_handle_work": "acct->lock",
     "io_wq_worker": "acct->lock",
     "__io_submit_flush_completions": "ctx->completion_lock",
     "io_issue_sqe": "ctx->completion_lock",
+    "lock_sock_nested": "sk->sk_lock.slock",
 }
 """The spinlock a caller of queued_spin_lock_slowpath takes with interrupts on, by our reading of
 7.2.13: io_wq_enqueue() takes acct->lock to queue the work (io-wq.c:1049);
@@ -109,7 +111,9 @@ it, io-wq.c:626, and is contended only by cancellation); io_wq_worker() through 
 io_acct_run_queue() (io-wq.c:283); __io_submit_flush_completions() the ring's completion_lock
 (io_uring.c:1142, through __io_cq_lock()); and io_issue_sqe() the same lock through
 io_req_complete_post() (io_uring.c:1424 and 942), the completion path of a request issued from
-io-wq. io_wq_worker() and io_worker_handle_work() also take acct->workers_lock (io-wq.c:711 on
+io-wq; lock_sock_nested() the socket's spinlock when its fast path finds the socket owned
+(net/core/sock.c:3856), as a RECV or SEND on a busy TCP socket does. io_wq_worker() and
+io_worker_handle_work() also take acct->workers_lock (io-wq.c:711 on
 each idle transition, io-wq.c:492 in __io_worker_busy()), but the lock-statistics boots count
 well under one contention of it per thousand requests against hundreds on acct->lock. A caller
 not listed is "other". With the frame-pointer unwinder a slowpath chain still names the
@@ -333,13 +337,16 @@ def per_boot(chosen: Chosen, kernels: dict[str, str], workload: str,
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def item_rate(chosen: Chosen, workload: str, kernel: str) -> pd.Series:
+def item_rate(chosen: Chosen, workload: str, kernel: str, queued: bool = False) -> pd.Series:
     """Per boot, io-wq work items per second (emulated time) of ``workload`` on ``kernel``:
-    the flood's NOPs (each one item), or a server's IOSQE_ASYNC submissions over its load's
-    duration (the server counts them)."""
+    the flood's NOPs (each one item, each queued), or a server's IOSQE_ASYNC submissions over
+    its load's duration (the server counts them). With ``queued``, only the items that pass
+    io_wq_enqueue() and acct->lock: a linked chain's head, one per request (the worker that ran
+    it takes the next link from io_wq_free_work() without queueing it)."""
     if workload == "nop":
         return runs.metric_values(chosen[kernel], kernel, "nop", "async.ops_per_second")
-    items = runs.metric_values(chosen[kernel], kernel, workload, "server.async_items")
+    count = "server.requests" if queued else "server.async_items"
+    items = runs.metric_values(chosen[kernel], kernel, workload, count)
     seconds = runs.metric_values(chosen[kernel], kernel, workload, "load.seconds")
     return items / seconds
 
@@ -459,6 +466,7 @@ def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
                          & cited["row"].str.endswith(f"[k] {SLOWPATH}")]["cited"].iloc[0]
             cannot_show = SERVER_REGIME.format(
                 what=SERVERS[workload], items=item_rate(chosen, workload, base_kernel).mean(),
+                queued=item_rate(chosen, workload, base_kernel, queued=True).mean(),
                 flood=item_rate(chosen, "nop", base_kernel).mean(),
                 share=shares(chosen, workload, SLOWPATH, (base_kernel,))[base_kernel].mean(),
                 kernel=base_kernel, cited=slow)

@@ -2,7 +2,7 @@
 /*
  * HTTP workload of the io-wq chapter: an HTTP/1.1 server on one io_uring,
  * shaped like the server behind the series' HTTP and PHP numbers, for loopback
- * load such as `wrk -t1 -c16 http://127.0.0.1:PORT/NAME`.
+ * load such as `h2load --h1 -n 100000 -c 16 -t 1 http://127.0.0.1:PORT/NAME`.
  *
  * Like the author's server it is single-threaded, waits in epoll_wait() on an
  * epoll instance that watches the ring's fd (its completions wake the waiter
@@ -133,8 +133,9 @@ static bool stop;
  * PHP ones among them; not_found: the 404s; bytes: response bytes sent;
  * errors: 400s, 503s (no free PHP worker), short transfers and connections
  * refused for want of a slot; resets: connections that ended in ECONNRESET or
- * EPIPE; epoll_waits: how often the loop slept in epoll_wait(); async_items:
- * the requests submitted with IOSQE_ASYNC, each one io-wq work item.
+ * EPIPE; epoll_waits: how often the loop called epoll_wait(); async_items: the
+ * requests submitted with IOSQE_ASYNC, each run by io-wq (only a linked chain's
+ * head is queued through io_wq_enqueue(); the rest follow on its worker).
  */
 static struct {
 	unsigned long requests, php_requests, not_found, bytes, errors, resets,
