@@ -20,7 +20,7 @@ from __future__ import annotations
 import gzip
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -515,10 +515,13 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
                 reading=reading, ours=ours: verdicts.judge_direction(
                     c, expected, reading, limits, margin=verdicts.MARGINS["instructions"],
                     ours=ours), unit=unit)
+            verdict, predicted = icount_row(cell, implied, verdict, cited_text)
             rows.append(_row(
                 f"{cell.cited_id}-icount", table=entry["table"], row=entry["row"],
-                column=f"{cell.short}: mechanism, instructions per kmalloc() (icount)",
-                cited=cited_text,
+                column=f"{cell.short}: "
+                       f"{'check' if verdict.kind == verdicts.CHECK else 'mechanism'}, "
+                       "instructions per kmalloc() (icount)",
+                cited=predicted,
                 ours=f"{base_n.mean():,.2f} -> {own_n.mean():,.2f} instructions; "
                      f"{verdict.change.describe()} over {len(base_n)} and {len(own_n)} "
                      f"repetitions (each a {unit})",
@@ -554,6 +557,27 @@ def icount_reading(cell: Cell, implied: verdicts.Cited) -> tuple[str, bool, int]
     return (f"our reading of the listing, that with the locks off the static branches' NOPs"
             f"{outlined} add instructions, in the direction of {cited} (the cover's "
             "explanation predicts nothing here)"), True, implied.sign
+
+
+def icount_row(cell: Cell, implied: verdicts.Cited, verdict: verdicts.Verdict,
+               cited_text: str) -> tuple[verdicts.Verdict, str]:
+    """The icount row's verdict and what its cited column shows. A row that tests a prediction
+    of no change shows that prediction, not the cited cycles (its claim row judges those), so
+    "direction confirmed" never stands beside a cited increase. With CONFIG_PWLOCKS=n the
+    helpers are the local locks themselves and the listing is the unpatched kernel's (the
+    notebook asserts it, ``qpw-d1-pwlocks-n-same-code``): that the same code runs the same
+    instructions is true by construction, a check, never support."""
+    cited = f"the cycles row judges the cited {implied.describe(' %')}"
+    if cell.variant.endswith("pw-off"):
+        passed = verdict.verdict == verdicts.DIRECTION
+        check = verdicts.check(passed, "with CONFIG_PWLOCKS=n __kmalloc_noprof() is the "
+                               "unpatched kernel's code, so it must run the same instructions: "
+                               f"{verdict.reason}")
+        return (replace(check, change=verdict.change, margin=verdict.margin, expected_sign=0),
+                f"no change, by construction (the same code; {cited})")
+    if verdict.expected_sign == 0:
+        return verdict, f"no change, as the cover's explanation predicts ({cited})"
+    return verdict, cited_text
 
 
 ISOLATION_TABLE = "isolated-cpu-drains"
