@@ -80,6 +80,8 @@ class Change:
     for a percent change); 0 for an exact change."""
     df: float = float("inf")
     """Degrees of freedom of the interval's t quantile (Welch's or Hsu's, see the module)."""
+    pairs: int = 0
+    """For a paired change (:func:`paired_change`), the number of pairs; 0 otherwise."""
 
     @property
     def sign(self) -> int:
@@ -103,7 +105,8 @@ class Change:
     @property
     def conservative(self) -> bool:
         """True when the interval took Hsu's degrees of freedom (few boots, unequal spreads)."""
-        return not self.exact and self.df == min(self.n_baseline, self.n_patched) - 1
+        return (not self.exact and not self.pairs
+                and self.df == min(self.n_baseline, self.n_patched) - 1)
 
     def detectable(self, power: float = POWER) -> float:
         """The smallest change (in this change's unit, as a magnitude) that this design would
@@ -122,8 +125,9 @@ class Change:
 
     @property
     def n(self) -> str:
-        """The boots behind the interval, as printed: "n=4+4"."""
-        return f"n={self.n_baseline}+{self.n_patched}"
+        """The boots behind the interval, as printed: "n=4+4", or "5 pairs" for a paired
+        change."""
+        return f"{self.pairs} pairs" if self.pairs else f"n={self.n_baseline}+{self.n_patched}"
 
     def interval(self) -> str:
         """The interval as the book prints it, e.g. "-12.5 to +40.0 %"."""
@@ -260,6 +264,43 @@ def point_change(baseline: Sequence[float], patched: Sequence[float], *,
     diff, low, high, se, df = (float(x) for x in interval_parts(base, patch, confidence))
     return Change(percent=diff, low=low, high=high, n_baseline=len(base),
                   n_patched=len(patch), unit=unit, se=se, df=df)
+
+
+def paired_change(baseline: Sequence[float], patched: Sequence[float], *,
+                  confidence: float = CONFIDENCE, unit: str = "%") -> Change:
+    """The change of patched against baseline from pairs of boots (``baseline[i]`` with
+    ``patched[i]``), with the paired t-interval (``scipy.stats.ttest_rel``, pairs less one
+    degrees of freedom): in percent, the geometric mean of the pairs' ratios less one (log
+    values, as :func:`percent_change`); in another ``unit``, the mean of their differences.
+
+    For a design that boots every kernel once per repetition, in turn, so that what a
+    repetition shares (the host's state at that time) is common to its boots: pairing removes
+    that from the comparison, where independent samples (:func:`percent_change`) count it as
+    spread. Which one a chapter uses is the chapter's design decision, stated in its reasons
+    ("5 pairs")."""
+    base = _values("baseline", baseline, positive=unit == "%")
+    patch = _values("patched", patched, positive=unit == "%")
+    if len(base) != len(patch):
+        raise ValueError(f"paired change of {len(base)} baseline and {len(patch)} patched "
+                         "values: pairs need one of each. Fix: align the boots by repetition "
+                         "and drop the unpaired ones")
+    if len(base) < 2:
+        raise NotEnoughRepetitions("a paired change needs at least two pairs")
+    diffs = np.log(patch) - np.log(base) if unit == "%" else patch - base
+    mean = float(diffs.mean())
+    if np.ptp(diffs) == 0:
+        low = high = mean
+        se, df = 0.0, float("inf")
+    else:
+        ci = scipy_stats.ttest_rel(patch if unit != "%" else np.log(patch),
+                                   base if unit != "%" else np.log(base)
+                                   ).confidence_interval(confidence)
+        low, high = float(ci.low), float(ci.high)
+        se, df = float(diffs.std(ddof=1) / np.sqrt(len(diffs))), float(len(diffs) - 1)
+    if unit == "%":
+        mean, low, high = (100 * float(np.expm1(x)) for x in (mean, low, high))
+    return Change(percent=mean, low=low, high=high, n_baseline=len(base),
+                  n_patched=len(patch), unit=unit, se=se, df=df, pairs=len(base))
 
 
 def exact_change(baseline: float, patched: float, *, unit: str = "%") -> Change:

@@ -10,16 +10,19 @@ of the recordings of one repetition's two boots (host/perf-diff.sh, compare: in 
 A cited delta is judged by the same quantity in the same unit: the change of the symbol's
 share relative to its baseline share (delta / baseline, the two columns of the listing), so a
 profile whose spin share is six times smaller than the author's is not judged by the size of
-his point delta. Ours is the ratio of the kernels' geometric mean shares over boots
-(:func:`lab.stats.percent_change`); perf diff's own delta per pair is shown beside it, and a
-test checks that it is the difference of the two flat profiles' shares. The cited baseline
+his point delta. Ours is the geometric mean of the pairs' share ratios, a pair being one
+repetition's two boots (:func:`paired`): every repetition boots the kernels in turn, and the
+first repetition's flood is slower on every kernel, which a pair shares, as perf diff pairs its
+two recordings. perf diff's own delta per pair is shown beside it, and a test checks that it
+is the difference of the two flat profiles' shares. The cited baseline
 shares are absolute values of the author's 96-core machine. His HTTP and PHP listings are
 judged on our analogues of his server (guest/httpd.c, with Debian's php-cgi for the PHP case).
 ``ep_poll_callback`` belongs to 8/8, which no timed kernel has.
 
-Mechanism rows, beside the cited slowpath delta: from the CONFIG_LOCK_STAT builds of k2 and
-k0, ``&acct->lock``'s mean hold time and contentions per request and ``&hash->wait``'s
-acquisitions per request of the flood; the share of ``_raw_spin_unlock_irq`` in the flood's
+Mechanism rows, beside the cited slowpath delta, paired the same way: from the
+CONFIG_LOCK_STAT builds of k2, k1 and k0, ``&acct->lock``'s mean hold time, wait and
+contentions per thousand requests, step by step, and ``&hash->wait``'s acquisitions per
+request of the flood; the share of ``_raw_spin_unlock_irq`` in the flood's
 profile (where 5/8's bucket release shows); the flood's rate (emulated time); and 8/8's lost
 wakeups against a control (counts of trials, Fisher's exact test). ``perf lock contention``
 counts are shown in the notebook but are no mechanism row: on two vCPUs its trace event almost
@@ -45,7 +48,8 @@ STEPS = {"4/8 and 1/8": ("k2", "k1"), "5/8 and 6/8": ("k1", "k0"), "all four": (
 RACE = {"control": "k0-window", "patch 8": "p8-window"}
 """The race kernels: the same widened poll window, without and with 8/8."""
 LOCKSTAT = {"baseline": "lockstat-k2", "k1": "lockstat-k1", "patched": "lockstat-k0"}
-"""The CONFIG_LOCK_STAT builds of the three timed kernels (counts only)."""
+"""The CONFIG_LOCK_STAT builds of the three timed kernels (lock statistics: counts and times
+under lockdep, never timed rows)."""
 LOCK_CLASSES = ("&acct->lock", "&acct->workers_lock", "&hash->wait", "&worker->lock")
 """io-wq's lock classes as lockdep names them: the pending-work list's lock, the worker
 lists' lock (3/8's split, in both kernels), the hash map's wait queue (taken per finished
@@ -221,15 +225,25 @@ def diff_agreement(chosen: Chosen) -> tuple[float, float]:
     return worst, only_diff
 
 
+def paired(baseline: pd.Series, patched: pd.Series, unit: str = "%") -> stats.Change:
+    """The change over the repetitions both kernels booted, one pair per repetition
+    (:func:`lab.stats.paired_change`). Every repetition boots the kernels in turn, and what a
+    repetition shares (the first one's flood is slower on every kernel) is then no spread of
+    the comparison; perf diff pairs its two recordings the same way. A boot left out (clock
+    trouble, one boot dropped to test a verdict) leaves its pair out."""
+    common = baseline.index.intersection(patched.index)
+    return stats.paired_change(baseline[common], patched[common], unit=unit)
+
+
 def relative_change(chosen: Chosen, workload: str, baseline: str, patched: str,
                     symbol: str) -> stats.Change | None:
-    """The change of ``symbol``'s share relative to its baseline share, over boots (ratio of
-    geometric means, :func:`lab.stats.percent_change`), or None when a boot of either kernel
-    has no sample of it (a ratio of zero shares has no meaning)."""
+    """The change of ``symbol``'s share relative to its baseline share, pair by pair
+    (:func:`paired`), or None when a boot of either kernel has no sample of it (a ratio of
+    zero shares has no meaning)."""
     got = shares(chosen, workload, symbol, (baseline, patched))
     if len(got) < 2 or (got[baseline] <= 0).any() or (got[patched] <= 0).any():
         return None
-    return stats.percent_change(got[baseline], got[patched])
+    return paired(got[baseline], got[patched])
 
 
 def cited_relative(entries: pd.DataFrame) -> verdicts.Cited:
@@ -450,9 +464,19 @@ def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
                 run_id, manifest))
             continue
         claimed = cited_relative(listing)
+        regime = None
+        if workload in SERVERS:
+            slow = cited[(cited["table"] == entry["table"]) & (cited["column"] == "baseline")
+                         & cited["row"].str.endswith(f"[k] {SLOWPATH}")]["cited"].iloc[0]
+            regime = SERVER_REGIME.format(
+                what=SERVERS[workload], items=item_rate(chosen, workload, base_kernel).mean(),
+                queued=item_rate(chosen, workload, base_kernel, queued=True).mean(),
+                flood=item_rate(chosen, "nop", base_kernel).mean(),
+                share=shares(chosen, workload, SLOWPATH, (base_kernel,))[base_kernel].mean(),
+                kernel=base_kernel, cited=slow)
         if (base <= 0).any() or (patch <= 0).any():
             empty = int((base <= 0).sum() + (patch <= 0).sum())
-            why = NOT_IN_KERNELS.get(symbol) or NO_SYMBOL.get(symbol)
+            why = NOT_IN_KERNELS.get(symbol) or NO_SYMBOL.get(symbol) or regime
             rows.append(_row(entry, said, verdicts.Verdict(
                 verdicts.INCONCLUSIVE, f"{empty} of {len(base) + len(patch)} boots have no "
                 "sample of the symbol, so its share has no ratio to judge the cited relative "
@@ -460,21 +484,12 @@ def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
                 run_id, manifest))
             continue
         cannot_show = (NOT_IN_KERNELS.get(symbol)
-                       or NOT_SAMPLED.get((str(entry["table"]), symbol)))
-        if workload in SERVERS and cannot_show is None:
-            slow = cited[(cited["table"] == entry["table"]) & (cited["column"] == "baseline")
-                         & cited["row"].str.endswith(f"[k] {SLOWPATH}")]["cited"].iloc[0]
-            cannot_show = SERVER_REGIME.format(
-                what=SERVERS[workload], items=item_rate(chosen, workload, base_kernel).mean(),
-                queued=item_rate(chosen, workload, base_kernel, queued=True).mean(),
-                flood=item_rate(chosen, "nop", base_kernel).mean(),
-                share=shares(chosen, workload, SLOWPATH, (base_kernel,))[base_kernel].mean(),
-                kernel=base_kernel, cited=slow)
+                       or NOT_SAMPLED.get((str(entry["table"]), symbol)) or regime)
         verdict = verdicts.judge_boots(
             base, patch, lambda c, claimed=claimed, cannot_show=cannot_show: (
                 verdicts.judge_change(c, claimed, limits, units=(RELATIVE, RELATIVE),
                                       margin=verdicts.MARGINS["share-relative"],
-                                      cannot_show=cannot_show)),
+                                      cannot_show=cannot_show)), measure=paired,
             flagged=(runs.clock_flags(chosen[base_kernel], base_kernel),
                      runs.clock_flags(chosen[patch_kernel], patch_kernel)))
         rows.append(_row(entry, f"{said}; relative to the share "
@@ -496,8 +511,10 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
         names = {"baseline": "k2", "k1": "k1", "patched": "k0"}
         for lock, column, sign, ours, claim, rid, margin, (old, new) in (
                 ("&acct->lock", "mean hold [us]", -1, False,
-                 "shorter critical sections under acct->lock (1/8, 4/8, 6/8)",
-                 "io-wq-mechanism-acct-lock-hold", "time", ("baseline", "patched")),
+                 "shorter critical sections under acct->lock, on the step of 4/8 and 1/8 "
+                 "(6/8's one load less comes with 5/8, whose bucket release runs after the "
+                 "unlock)",
+                 "io-wq-mechanism-acct-lock-hold", "time", ("baseline", "k1")),
                 ("&acct->lock", "wait per request [us]", -1, False,
                  "less time waiting for acct->lock once its critical sections are shorter",
                  "io-wq-mechanism-acct-lock-wait", "time", ("baseline", "patched")),
@@ -520,14 +537,15 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
                 lambda c, sign=sign, claim=claim, ours=ours, margin=margin: (
                     verdicts.judge_direction(c, sign, claim, limits,
                                              margin=verdicts.MARGINS[margin], ours=ours)),
-                measure=(stats.percent_change if margin != "per request" else
-                         lambda b, p: stats.point_change(b, p, unit=" per request")),
+                measure=(paired if margin != "per request" else
+                         lambda b, p: paired(b, p, unit=" per request")),
                 flagged=(tuple(runs.clock_flags(chosen[v], v) for v in pair) if timed
                          else ({}, {})))
             change = verdict.change
+            shown = ".2f" if "[us]" in column else ".3g"
             ours_text = (f"{lock} {column} (CONFIG_LOCK_STAT): {names[old]} "
-                         f"{by_kernel[old].mean():.3g}, {names[new]} "
-                         f"{by_kernel[new].mean():.3g}; change {change.describe()}")
+                         f"{by_kernel[old].mean():{shown}}, {names[new]} "
+                         f"{by_kernel[new].mean():{shown}}; change {change.describe()}")
             rows.append(_row(entry, ours_text, verdict, _run_ids(chosen, pair),
                              lockstat_manifest, rid=rid,
                              column=f"mechanism: {lock} {column} (lock_stat), "
@@ -560,7 +578,7 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
                    "the hash map's wait-queue lock and no longer runs per unhashed item, shows "
                    "in this symbol's share", limits, margin=verdicts.MARGINS["share"],
             ours=True),
-        measure=stats.point_change, flagged=flagged)
+        measure=lambda b, p: paired(b, p, unit=" points"), flagged=flagged)
     rows.append(_row(entry, f"{UNLOCK_IRQ} share of the flood's profile: k2 "
                      f"{unlock[ROLES['baseline']].mean():.2f} %, k0 "
                      f"{unlock[ROLES['patched']].mean():.2f} %; {verdict.change.describe()}",
@@ -574,7 +592,7 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
         by_kernel["baseline"], by_kernel["patched"],
         lambda c: verdicts.judge_direction(
             c, +1, "a faster flood once less time is spent under and waiting for acct->lock",
-            limits, margin=verdicts.MARGINS["time"]), flagged=flagged)
+            limits, margin=verdicts.MARGINS["time"]), measure=paired, flagged=flagged)
     rows.append(_row(entry, f"NOP+ASYNC requests/s (emulated time): "
                      f"{verdict.change.describe()}", verdict,
                      run_id, manifest, rid="io-wq-mechanism-nop-rate",

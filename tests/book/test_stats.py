@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats as scipy_stats
 
 from lab import stats
 
@@ -189,3 +190,27 @@ def test_the_detectable_change_is_what_the_design_sees_80_percent_of_the_time() 
     patched = rng.normal(size, sigma, (trials, n))
     _, low, _ = stats.difference_interval(baseline, patched)
     assert 0.75 < np.mean(low > 0) < 0.85
+
+
+def test_a_paired_change_removes_what_a_repetition_shares() -> None:
+    """Five repetitions whose level drifts (a slow first one) and a patch that adds 5 % to each:
+    as independent samples the drift is spread and the interval holds 0; paired it is not."""
+    level = np.array([1.6, 1.0, 1.1, 0.95, 1.05])
+    base, patch = 10 * level, 10 * level * 1.05 * np.array([1.01, 0.99, 1.0, 1.005, 0.995])
+    assert stats.percent_change(base, patch).sign == 0
+    paired = stats.paired_change(base, patch)
+    assert paired.sign == 1 and paired.n == "5 pairs" and not paired.conservative
+    # the interval is scipy's paired t-interval on the log ratios, turned into percent
+    ci = scipy_stats.ttest_rel(np.log(patch), np.log(base)).confidence_interval(0.95)
+    assert paired.low == pytest.approx(100 * np.expm1(ci.low))
+    assert paired.high == pytest.approx(100 * np.expm1(ci.high))
+    assert paired.percent == pytest.approx(100 * (np.exp(np.log(patch / base).mean()) - 1))
+    points = stats.paired_change([1.0, 2.0, 3.0], [1.5, 2.4, 3.6], unit=" points")
+    assert points.percent == pytest.approx(0.5) and points.suffix == " points"
+
+
+def test_a_paired_change_needs_pairs() -> None:
+    with pytest.raises(ValueError, match="pairs need one of each"):
+        stats.paired_change([1.0, 2.0, 3.0], [1.0, 2.0])
+    with pytest.raises(stats.NotEnoughRepetitions):
+        stats.paired_change([1.0], [2.0])
