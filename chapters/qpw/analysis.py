@@ -570,9 +570,13 @@ def icount_row(cell: Cell, implied: verdicts.Cited, verdict: verdicts.Verdict,
     cited = f"the cycles row judges the cited {implied.describe(' %')}"
     if cell.variant.endswith("pw-off"):
         passed = verdict.verdict == verdicts.DIRECTION
-        check = verdicts.check(passed, "with CONFIG_PWLOCKS=n __kmalloc_noprof() is the "
-                               "unpatched kernel's code, so it must run the same instructions: "
-                               f"{verdict.reason}")
+        change, margin = verdict.change, verdict.margin
+        check = verdicts.check(passed, "with CONFIG_PWLOCKS=n __kmalloc_noprof() and kfree() "
+                               "are the unpatched kernel's code, so the allocation path must "
+                               f"run the same instructions: our {stats.LEVEL} CI "
+                               f"{change.interval()} ({change.n}) "
+                               f"{'lies' if passed else 'does not lie'} inside the margin of "
+                               f"{margin.name} ({margin.text()})")
         return (replace(check, change=verdict.change, margin=verdict.margin, expected_sign=0),
                 f"no change, by construction (the same code; {cited})")
     if verdict.expected_sign == 0:

@@ -100,7 +100,7 @@ def test_instruction_counts_are_judged_by_their_prediction_and_never_contradict_
     assert len(icount) == 5 and verdicts.CONTRADICTED not in set(icount["verdict"])
     off, rt_on = "qpw-kmalloc-dynamic-qpw-n-icount", "qpw-kmalloc-rt-qpw-y-1-icount"
     assert (icount.drop([off])["row_kind"] == verdicts.MECHANISM).all()
-    # -0.08 % (RT, pwlocks=1): judged against the no change the cover's explanation predicts,
+    # -0.06 % (RT, pwlocks=1): judged against the no change the cover's explanation predicts,
     # shown as the prediction in the cited column, never beside the cited +2.1 % cycles
     assert rows.loc[rt_on, "verdict"] == verdicts.DIRECTION
     assert "lies inside the margin" in rows.loc[rt_on, "reason"]
