@@ -134,8 +134,9 @@ static bool stop;
  * errors: 400s, 503s (no free PHP worker), short transfers and connections
  * refused for want of a slot; resets: connections that ended in ECONNRESET or
  * EPIPE; epoll_waits: how often the loop called epoll_wait(); async_items: the
- * requests submitted with IOSQE_ASYNC, each run by io-wq (only a linked chain's
- * head is queued through io_wq_enqueue(); the rest follow on its worker).
+ * requests submitted with IOSQE_ASYNC, each run by io-wq (a linked chain's head
+ * is queued through io_wq_enqueue(), and again if a send is retried after a
+ * poll; the rest follow on its worker).
  */
 static struct {
 	unsigned long requests, php_requests, not_found, bytes, errors, resets,
