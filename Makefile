@@ -84,7 +84,7 @@ venv: $(STAMP) ## create the project's virtual environment from requirements.loc
 
 html: $(STAMP) ## execute the notebooks on the committed data (cached) and build the HTML book
 	@set -e; start=$$(date +%s); \
-	$(TIMED) "validate data/cited" -- $(PY) -m lab.cited; \
+	$(TIMED) "validate data/cited" -- $(PY) -m lab.analysis.cited; \
 	fresh=; if [ -e $(FAILED) ]; then fresh=-E; fi; \
 	if ! $(TIMED) "notebooks + HTML (sphinx -W $$fresh)" -- \
 	    $(PY) -m sphinx -W --keep-going -q $$fresh -b html . $(BUILD)/html; then \
@@ -96,7 +96,7 @@ html: $(STAMP) ## execute the notebooks on the committed data (cached) and build
 
 pdf: $(STAMP) pdf-deps ## the book as one PDF: _build/latex/kernel-book.pdf (XeLaTeX, vector figures)
 	@set -e; start=$$(date +%s); \
-	$(TIMED) "validate data/cited" -- bash -c '$(PY) -m lab.cited >/dev/null'; \
+	$(TIMED) "validate data/cited" -- bash -c '$(PY) -m lab.analysis.cited >/dev/null'; \
 	$(TIMED) "notebooks + LaTeX (sphinx -W)" -- \
 	  $(PY) -m sphinx -W --keep-going -q -b latex . $(BUILD)/latex; \
 	$(TIMED) "PDF (latexmk, xelatex; log: $(BUILD)/latex/latexmk.log)" -- bash -c \

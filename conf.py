@@ -24,8 +24,8 @@ extensions = [
     "myst_nb",
     "sphinxcontrib.bibtex",
     "sphinx.ext.mathjax",
-    "lab.sphinxext",
-    "lab.forwarddiff",
+    "lab.book.sphinxext",
+    "lab.book.forwarddiff",
 ]
 
 root_doc = "book/index"
@@ -37,7 +37,7 @@ source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
 myst_enable_extensions = ["colon_fence", "dollarmath", "deflist", "substitution"]
 myst_heading_anchors = 3
 
-# Notebooks run against the committed data; jupyter-cache keys on code, lab.sphinxext adds
+# Notebooks run against the committed data; jupyter-cache keys on code, lab.book.sphinxext adds
 # the data digest so a changed data file re-executes exactly the notebooks that read it.
 nb_execution_mode = "cache"
 nb_execution_cache_path = "_build/.jupyter_cache"

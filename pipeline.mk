@@ -39,11 +39,11 @@ pipeline-deps: ## install the pipeline's host packages with apt-get (needs root)
 	$(call apt-install,$(PIPELINE_DEBS),pipeline-deps)
 
 toolchain-lock: $(STAMP) pipeline-deps ## re-make the toolchain root from today's sid and rewrite its lock
-	@$(PY) -m lab.toolchain lock
+	@$(PY) -m lab.pipeline.toolchain lock
 
 guest-lock: $(STAMP) pipeline-deps ## pin a chapter's guest packages: make guest-lock CHAPTER=io-wq
 	@test -n "$(CHAPTER)" || { echo "usage: make guest-lock CHAPTER=<chapter>"; exit 2; }
-	@$(PY) -m lab.guestlayer lock '$(CHAPTER)'
+	@$(PY) -m lab.pipeline.guestlayer lock '$(CHAPTER)'
 
 reproduce: $(STAMP) pipeline-deps ## re-measure chapters: make reproduce CHAPTER=smoke (see make help-pipeline)
 	@test -n "$(CHAPTER)" || { echo "usage: make reproduce CHAPTER=<chapter>|a,b|all; chapters: $(CHAPTERS_LIST)"; exit 2; }

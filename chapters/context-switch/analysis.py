@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from lab import scorecard, stats, verdicts
-from lab.runs import (
+from lab.analysis import quantities, scorecard, stats, verdicts
+from lab.analysis.runs import (
     UNJUDGED,
     Run,
     clock_flags,
@@ -25,7 +25,7 @@ from lab.runs import (
     environment_summary,
     latest_per_variant,
 )
-from lab.verdicts import Verdict
+from lab.analysis.verdicts import Verdict
 
 TREES = {"v2-thread-baseline": "v2 base", "baseline": "7.2.13", "patched": "7.2.13 + 3/3"}
 """Tree name (patches/context-switch/meta.yaml) -> label: the v2 thread's before, the release
@@ -145,7 +145,7 @@ EVIDENCE_COLUMNS = ["build", "compiler", "tree", "config", "fts_copies", "fts_by
 
 
 def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataFrame:
-    """One row per built kernel: what lab.inspect found in its vmlinux.
+    """One row per built kernel: what lab.pipeline.inspect found in its vmlinux.
 
     Columns: build, compiler, tree, config (timing or size), fts_copies (out-of-line
     ``finish_task_switch`` symbols), fts_bytes (their bytes together), fts_calls and
@@ -226,7 +226,7 @@ def _describe_cell(row: pd.Series | None, probe: pd.DataFrame, clock: str) -> st
 
 
 def cited_change(cited: pd.DataFrame, compiler: str, spectre: str,
-                 kind: str = "rdtsc") -> verdicts.Cited:
+                 kind: str = "rdtsc") -> quantities.Cited:
     """The change in percent that a cited before/after pair implies (range midpoints), with
     the interval its printed values allow; ``spectre`` is "default" or "on", ``kind`` "rdtsc"
     (cover letter) or "rdtsc-p4"."""
@@ -235,13 +235,13 @@ def cited_change(cited: pd.DataFrame, compiler: str, spectre: str,
     return scorecard.cited_change(pick)
 
 
-def _bytes_cited(entries: pd.DataFrame) -> verdicts.Cited:
+def _bytes_cited(entries: pd.DataFrame) -> quantities.Cited:
     """The size change a cited pair of byte counts implies, in bytes (each printed exactly to
     the byte, so known to a byte either side)."""
     ends = {r: entries[entries["variant"] == r].iloc[0] for r in scorecard.ROLES}
     base, patched = ends["baseline"], ends["patched"]
     value = float(patched["mid"]) - float(base["mid"])
-    return verdicts.Cited(value, float(patched["true_low"]) - float(base["true_high"]),
+    return quantities.Cited(value, float(patched["true_low"]) - float(base["true_high"]),
                           float(patched["true_high"]) - float(base["true_low"]),
                           f"{value:+,.0f} bytes (implied)")
 
@@ -274,7 +274,8 @@ def _cell_verdict(cell: pd.DataFrame, probe: pd.DataFrame, compiler: str, spectr
                   icount: bool, latest: dict[str, Run],
                   judge: verdicts.Judge) -> tuple[Verdict, list[str]]:
     """The verdict on one cell from the v2 base to 7.2.13 + 3/3 under one clock (``judge``
-    decides it from the change, :func:`lab.verdicts.judge_boots` adds the boots' clock health),
+    decides it from the change, :func:`lab.analysis.verdicts.judge_boots` adds the boots' clock
+    health),
     and the variants it comes from; "measured, not yet judged" with the reason when there is
     no change to judge."""
     ends = [_cell(cell, compiler, spectre, icount, CITED_TREE[r]) for r in scorecard.ROLES]
@@ -340,7 +341,7 @@ FUNCTIONS = (
 the patch predicts, what is counted, what a change in that direction confirms)."""
 
 
-def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: verdicts.Cited,
+def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: quantities.Cited,
                 cell: pd.DataFrame, probe: pd.DataFrame, latest: dict[str, Run],
                 where: dict[str, str], *, change_id: str, change_where: dict[str, str],
                 icount_id: str | None, hidden: bool, implied: bool,
@@ -363,7 +364,7 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: verd
         cell, probe, compiler, spectre, False, latest,
         lambda c: verdicts.judge_change(
             c, cited, f"{environment}; TCG's TSC is emulated time", units=(TICKS, TICKS),
-            margin=verdicts.MARGINS["time"], cannot_show=ibpb or (HIDDEN if hidden else None)))
+            margin=quantities.MARGINS["time"], cannot_show=ibpb or (HIDDEN if hidden else None)))
     sign = -1 if cited.value <= 0 else 1  # a cited 0 (the Ryzen) still removes the call
     path = f"a {'shorter' if sign < 0 else 'longer'} timed path (the call the patch removes)"
     said = (f"{path}, the author's explanation of his gain on the i5; on this CPU he measured "
@@ -372,7 +373,7 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: verd
     icount_verdict, icount_used = _cell_verdict(
         cell, probe, compiler, spectre, True, latest,
         lambda c: verdicts.judge_direction(c, sign, said, ICOUNT,
-                                           margin=verdicts.MARGINS["instructions"],
+                                           margin=quantities.MARGINS["instructions"],
                                            cannot_show=ibpb or (HIDDEN_COUNT if hidden
                                                                 else None)))
     if not tsc_used and not icount_used:
@@ -436,7 +437,7 @@ def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
         change = stats.exact_change(values["baseline"], values["patched"], unit=" bytes")
         verdict = verdicts.judge_change(
             change, claimed, setting, units=("bytes", "bytes"),
-            margin=verdicts.MARGINS["image" if kind == "bzimage" else "bytes"])
+            margin=quantities.MARGINS["image" if kind == "bzimage" else "bytes"])
         percent = stats.exact_change(values["baseline"], values["patched"]).percent
         for entry in entries.itertuples():
             if entry.variant == "change":
@@ -458,7 +459,7 @@ def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
         change = stats.exact_change(before, after, unit=" bytes")
         verdict = verdicts.judge_direction(
             change, sign, f"{claim}, behind the cited {cited_delta} of .text", setting,
-            margin=verdicts.MARGINS["bytes"])
+            margin=quantities.MARGINS["bytes"])
         base = entries[entries["variant"] == "baseline"]["id"].iloc[0]
         rows.append(_row(base.removesuffix("-baseline") + f"-{suffix}",
                          f"{counted}: {int(before):,} → {int(after):,} "
@@ -470,7 +471,8 @@ def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
 
 
 def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
-    """Scorecard rows (:data:`lab.scorecard.DERIVED_COLUMNS`) of the chapter's cited entries.
+    """Scorecard rows (:data:`lab.analysis.scorecard.DERIVED_COLUMNS`) of the chapter's cited
+    entries.
 
     The v2 thread: the 16 rdtsc readings (cover letter and patch 4/4 give the same table) and
     the 4 sizes, each absolute and not comparable; a derived change row per cited pair (the
@@ -527,7 +529,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
                       if set(scorecard.ROLES) <= set(by_role) else None)
             verdict = (verdicts.judge_change(
                 change, claimed, "size configuration; a bzImage grows in whole pages",
-                units=("bytes", "bytes"), margin=verdicts.MARGINS["image"])
+                units=("bytes", "bytes"), margin=quantities.MARGINS["image"])
                 if change else Verdict(UNJUDGED, f"no {compiler} size build of both kernels "
                                                  "yet"))
             for entry in entries.itertuples():

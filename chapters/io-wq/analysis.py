@@ -11,8 +11,8 @@ A cited delta is judged by the same quantity in the same unit: the change of the
 share relative to its baseline share (delta / baseline, the two columns of the listing), so a
 profile whose spin share is six times smaller than the author's is not judged by the size of
 his point delta. Ours is the ratio of the kernels' geometric mean shares over boots, the
-book's rule for independent samples (:func:`lab.stats.percent_change`); perf diff's own delta
-per pair is shown beside it, and a test checks that it is the difference of the two flat
+book's rule for independent samples (:func:`lab.analysis.stats.percent_change`); perf diff's
+own delta per pair is shown beside it, and a test checks that it is the difference of the two flat
 profiles' shares. The notebook also shows the slowpath's change paired by repetition
 (:func:`paired`), as perf diff pairs its recordings; it decides no verdict. The cited baseline
 shares are absolute values of the author's 96-core machine. His HTTP and PHP listings are
@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from lab import runs, scorecard, stats, verdicts
+from lab.analysis import quantities, runs, scorecard, stats, verdicts
 
 CHAPTER = "io-wq"
 ROLES = {"baseline": "k2", "patched": "k0"}
@@ -234,7 +234,7 @@ def diff_agreement(chosen: Chosen) -> tuple[float, float]:
 
 def paired(baseline: pd.Series, patched: pd.Series, unit: str = "%") -> stats.Change:
     """The change over the repetitions both kernels booted, one pair per repetition
-    (:func:`lab.stats.paired_change`), as perf diff pairs the two recordings of one
+    (:func:`lab.analysis.stats.paired_change`), as perf diff pairs the two recordings of one
     repetition: shown beside the verdicts, which treat boots as independent samples (the
     book's rule, chosen before the run); a boot missing on either side leaves its pair out."""
     common = baseline.index.intersection(patched.index)
@@ -244,22 +244,22 @@ def paired(baseline: pd.Series, patched: pd.Series, unit: str = "%") -> stats.Ch
 def relative_change(chosen: Chosen, workload: str, baseline: str, patched: str,
                     symbol: str) -> stats.Change | None:
     """The change of ``symbol``'s share relative to its baseline share, over boots (ratio of
-    geometric means, :func:`lab.stats.percent_change`), or None when a boot of either kernel
-    has no sample of it (a ratio of zero shares has no meaning)."""
+    geometric means, :func:`lab.analysis.stats.percent_change`), or None when a boot of either
+    kernel has no sample of it (a ratio of zero shares has no meaning)."""
     got = shares(chosen, workload, symbol, (baseline, patched))
     if len(got) < 2 or (got[baseline] <= 0).any() or (got[patched] <= 0).any():
         return None
     return stats.percent_change(got[baseline], got[patched])
 
 
-def cited_relative(entries: pd.DataFrame) -> verdicts.Cited:
+def cited_relative(entries: pd.DataFrame) -> quantities.Cited:
     """A cited listing row's delta relative to its baseline share, with the interval of true
     values its two printed numbers allow."""
     by_column = entries.set_index("column")
     base, delta = by_column.loc["baseline"], by_column.loc["delta"]
     corners = [100 * d / b for d in (delta["true_low"], delta["true_high"])
                for b in (base["true_low"], base["true_high"])]
-    return verdicts.Cited(100 * delta["mid"] / base["mid"], min(corners), max(corners),
+    return quantities.Cited(100 * delta["mid"] / base["mid"], min(corners), max(corners),
                           f"{stats.signed(100 * delta['mid'] / base['mid'])} % "
                           f"({delta['cited']} of {base['cited']})")
 
@@ -495,7 +495,7 @@ def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
         verdict = verdicts.judge_boots(
             base, patch, lambda c, claimed=claimed, cannot_show=cannot_show: (
                 verdicts.judge_change(c, claimed, limits, units=(RELATIVE, RELATIVE),
-                                      margin=verdicts.MARGINS["share-relative"],
+                                      margin=quantities.MARGINS["share-relative"],
                                       cannot_show=cannot_show)),
             flagged=(runs.clock_flags(chosen[base_kernel], base_kernel),
                      runs.clock_flags(chosen[patch_kernel], patch_kernel)))
@@ -543,7 +543,7 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
                 by_kernel[old], by_kernel[new],
                 lambda c, sign=sign, claim=claim, ours=ours, margin=margin: (
                     verdicts.judge_direction(c, sign, claim, limits,
-                                             margin=verdicts.MARGINS[margin], ours=ours)),
+                                             margin=quantities.MARGINS[margin], ours=ours)),
                 measure=(stats.percent_change if margin != "per request" else
                          lambda b, p: stats.point_change(b, p, unit=" per request")),
                 flagged=(tuple(runs.clock_flags(chosen[v], v) for v in pair) if timed
@@ -583,7 +583,7 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
         lambda c: verdicts.judge_direction(
             c, -1, "our reading that 5/8's bucket release, which ends in spin_unlock_irq() of "
                    "the hash map's wait-queue lock and no longer runs per unhashed item, shows "
-                   "in this symbol's share", limits, margin=verdicts.MARGINS["share"],
+                   "in this symbol's share", limits, margin=quantities.MARGINS["share"],
             ours=True),
         measure=stats.point_change, flagged=flagged)
     rows.append(_row(entry, f"{UNLOCK_IRQ} share of the flood's profile: k2 "
@@ -599,7 +599,7 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
         by_kernel["baseline"], by_kernel["patched"],
         lambda c: verdicts.judge_direction(
             c, +1, "a faster flood once less time is spent under and waiting for acct->lock",
-            limits, margin=verdicts.MARGINS["time"]), flagged=flagged)
+            limits, margin=quantities.MARGINS["time"]), flagged=flagged)
     rows.append(_row(entry, f"NOP+ASYNC requests/s (emulated time): "
                      f"{verdict.change.describe()}", verdict,
                      run_id, manifest, rid="io-wq-mechanism-nop-rate",
@@ -630,7 +630,7 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
 
 
 def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
-    """Scorecard rows (:data:`lab.scorecard.DERIVED_COLUMNS`): every cited entry and the
+    """Scorecard rows (:data:`lab.analysis.scorecard.DERIVED_COLUMNS`): every cited entry and the
     mechanism rows. Without the three timed kernels measured there is nothing to judge."""
     cited = cited[cited["chapter"] == CHAPTER]
     chosen = runs.pooled_per_variant(chapter_runs)

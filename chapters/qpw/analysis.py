@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from lab import chapters, kconfig, runs, scorecard, stats, verdicts
+from lab import chapters
+from lab.analysis import quantities, runs, scorecard, stats, verdicts
+from lab.pipeline import kconfig
 
 CHAPTER = "qpw"
 KMALLOC, ISOLATION, LOCKDEP = "kmalloc", "isolation", "lockdep"
@@ -132,7 +134,7 @@ REPORT_KIND_NAMES = [k for k, _ in chapters.get(CHAPTER).module("parse").REPORT_
 
 Chosen = dict[str, runs.Run]
 """Each variant's boots pooled from every run made like its newest one
-(:func:`lab.runs.pooled_per_variant`)."""
+(:func:`lab.analysis.runs.pooled_per_variant`)."""
 
 
 def values(chosen: Chosen, variant: str, workload: str, metric: str) -> pd.Series:
@@ -453,7 +455,7 @@ def _row(rid: str, *, table: str, row: str, column: str, cited: str, ours: str,
                                 table=table, row=row, column=column, cited=cited)
 
 
-def cited_change(cited: pd.DataFrame, cell: Cell) -> verdicts.Cited:
+def cited_change(cited: pd.DataFrame, cell: Cell) -> quantities.Cited:
     """The change in percent that the cited pair (this cell against its reference) implies,
     with the interval the truncated printing of both cells allows."""
     by_id = cited.set_index("id")
@@ -461,7 +463,8 @@ def cited_change(cited: pd.DataFrame, cell: Cell) -> verdicts.Cited:
 
 
 def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
-    """Scorecard rows (:data:`lab.scorecard.DERIVED_COLUMNS`): the seven cited cells (absolute
+    """Scorecard rows (:data:`lab.analysis.scorecard.DERIVED_COLUMNS`): the seven cited cells
+    (absolute
     TSC ticks: not comparable), a change row per patched cell judged from the TCG boots, an
     icount mechanism row beside each, the isolation rows and the lockdep row."""
     cited = cited[cited["chapter"] == CHAPTER]
@@ -498,7 +501,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
         verdict = verdicts.judge_boots(
             base, ticks, lambda c, implied=implied, limits=limits: verdicts.judge_change(
                 c, implied, limits, units=("TSC ticks", "TSC ticks"),
-                margin=verdicts.MARGINS["time"]),
+                margin=quantities.MARGINS["time"]),
             flagged=(runs.clock_flags(chosen[ref.variant], ref.variant),
                      runs.clock_flags(run, cell.variant)))
         rows.append(_row(f"{cell.cited_id}-change", table=entry["table"], row=entry["row"],
@@ -513,7 +516,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
             verdict = verdicts.judge_boots(
                 base_n, own_n, lambda c, expected=expected, limits=counted_on,
                 reading=reading, ours=ours: verdicts.judge_direction(
-                    c, expected, reading, limits, margin=verdicts.MARGINS["instructions"],
+                    c, expected, reading, limits, margin=quantities.MARGINS["instructions"],
                     ours=ours), unit=unit)
             verdict, predicted = icount_row(cell, implied, verdict, cited_text)
             rows.append(_row(
@@ -532,7 +535,7 @@ def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=scorecard.DERIVED_COLUMNS)
 
 
-def icount_reading(cell: Cell, implied: verdicts.Cited) -> tuple[str, bool, int]:
+def icount_reading(cell: Cell, implied: quantities.Cited) -> tuple[str, bool, int]:
     """What an icount row tests for ``cell``: the prediction, whether it is our reading rather
     than the authors', and the direction it predicts. A mechanism row is judged against what
     its explanation predicts, not against the cited cycles (the claim row judges those). The
@@ -561,7 +564,7 @@ def icount_reading(cell: Cell, implied: verdicts.Cited) -> tuple[str, bool, int]
             "explanation predicts nothing here)"), True, implied.sign
 
 
-def icount_row(cell: Cell, implied: verdicts.Cited, verdict: verdicts.Verdict,
+def icount_row(cell: Cell, implied: quantities.Cited, verdict: verdicts.Verdict,
                cited_text: str) -> tuple[verdicts.Verdict, str]:
     """The icount row's verdict and what its cited column shows. A row that tests a prediction
     of no change shows that prediction, not the cited cycles (its claim row judges those), so
@@ -612,7 +615,7 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
             by["unpatched"].set_index("rep")[metric], by["pwlocks=1"].set_index("rep")[metric],
             lambda c, what=what: verdicts.judge_direction(
                 c, -1, f"fewer {what} (the series' purpose)", limits,
-                margin=verdicts.MARGINS["per request"]),
+                margin=quantities.MARGINS["per request"]),
             measure=lambda b, p: stats.point_change(b, p, unit=" per request"))
         rows.append(_row(
             f"qpw-isolation-{metric.replace('_', '-')}", table=ISOLATION_TABLE,
@@ -640,7 +643,7 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
         verdict = verdicts.judge_boots(
             by["unpatched"].set_index("rep")[metric], by["pwlocks=1"].set_index("rep")[metric],
             lambda c, claim=claim: verdicts.judge_direction(
-                c, -1, claim, limits, margin=verdicts.MARGINS["time"]), flagged=flagged)
+                c, -1, claim, limits, margin=quantities.MARGINS["time"]), flagged=flagged)
         rows.append(_row(
             rid, table=ISOLATION_TABLE, row="unpatched -> PWLOCKS=y, pwlocks=1",
             column=f"mechanism: {what} (emulated time)", cited=NO_CITED,
@@ -655,7 +658,7 @@ def _isolation_rows(chosen: Chosen) -> list[dict]:
             lambda c: verdicts.judge_direction(
                 c, -1, "that the requester no longer waits for a kworker behind the isolated "
                 "CPU's FIFO loop, when requests come more than a fair-server period apart",
-                _limits(chosen, SPACED["pwlocks=1"]), margin=verdicts.MARGINS["time"]),
+                _limits(chosen, SPACED["pwlocks=1"]), margin=quantities.MARGINS["time"]),
             flagged=tuple(runs.clock_flags(chosen[SPACED[k]], SPACED[k])
                           for k in ("unpatched", "pwlocks=1")))
         rows.append(_row(
@@ -704,14 +707,14 @@ def _disk_rows(chosen: Chosen) -> list[dict]:
         lambda c: verdicts.judge_direction(
             c, 0, "2/4's buffer-head drain takes the folio drain's place on a CPU that holds a "
             "buffer head, so the drain work items on it per request stay", limits,
-            margin=verdicts.MARGINS["per request"], ours=True),
+            margin=quantities.MARGINS["per request"], ours=True),
         measure=lambda b, p: stats.point_change(b, p, unit=" per request"))
     latency = verdicts.judge_boots(
         boots["unpatched"]["latency_max_ms"], boots["pwlocks=1"]["latency_max_ms"],
         lambda c: verdicts.judge_direction(
             c, 0, "with the buffer-head drain queued on CPU 1 the requester still waits for "
             "its kworker behind the FIFO loop, so the longest request per boot stays", limits,
-            margin=verdicts.MARGINS["time"], ours=True), flagged=flagged)
+            margin=quantities.MARGINS["time"], ours=True), flagged=flagged)
     return [
         _row("qpw-isolation-work-on-victim-disk", table=ISOLATION_TABLE, row=row,
              column="mechanism: drain work items started on the isolated CPU (folio drain, "
@@ -1039,7 +1042,7 @@ def listings(path: Path) -> dict[str, list[Line]]:
                                 int(m[5], 16) if m[5] else None))
         else:
             raise ValueError(f"{path}: line {raw!r} is neither a function header nor an "
-                             "instruction of lab.inspect's listing format")
+                             "instruction of lab.pipeline.inspect's listing format")
     return out
 
 

@@ -7,11 +7,11 @@ five 120 s runs (about 1.2 M tasks per set of five, the mail). Our boots time a 
 of residences, so the comparable quantity is the rate per million timed residences, per boot,
 under an assumption the rows state (:data:`SETS`); the cited counts themselves are absolute
 values of the author's machine. ``chapter.yaml`` declares that mapping (``cited:``), and
-:func:`lab.scorecard.compare` judges the change.
+:func:`lab.analysis.scorecard.compare` judges the change.
 
 The kernels differ only when ``schedule_deferred()`` falls back for the runqueue of another CPU
 (origin "remote"; "local" when the runqueue is the caller's). The judge hands each outlier claim
-the most the patch could move it directly (:class:`lab.verdicts.Bound`, :func:`bounds`).
+the most the patch could move it directly (:class:`lab.analysis.quantities.Bound`, :func:`bounds`).
 
 Beside the claims stand two mechanism rows, both the author's explanation and both timed in
 the guest's clock (TCG: a direction only), and three checks:
@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 
-from lab import runs, scorecard, verdicts
+from lab.analysis import quantities, runs, scorecard, verdicts
 
 CHAPTER = "sched-ext"
 ROLES = {"baseline": "baseline", "patched": "patched"}
@@ -51,7 +51,7 @@ PATH_RUNS = 1000
 
 Chosen = dict[str, runs.Run]
 """Each kernel's boots pooled from every run made like its newest one
-(:func:`lab.runs.pooled_per_variant`): what every function below reads, pooled once."""
+(:func:`lab.analysis.runs.pooled_per_variant`): what every function below reads, pooled once."""
 
 
 UNITS = {f"over_{t}us_per_million": ("outliers per million residences", "count")
@@ -74,7 +74,7 @@ TCG = ("under TCG the baseline's wait is the calling vCPU finishing its interrup
 """Why the timed mechanism rows cannot be judged here (review of 2026-11-26, N5)."""
 
 
-def bounds(cited: pd.DataFrame, chosen: Chosen) -> dict[tuple[str, str], verdicts.Bound]:
+def bounds(cited: pd.DataFrame, chosen: Chosen) -> dict[tuple[str, str], quantities.Bound]:
     """Per cited outlier row, the most the patch could move its rate directly: the baseline's
     remote fallbacks, or the residences their handlers ended if more, over its residences above
     the threshold, as if each had spared one outlier (the kernels differ in nothing else)."""
@@ -90,7 +90,7 @@ def bounds(cited: pd.DataFrame, chosen: Chosen) -> dict[tuple[str, str], verdict
         remote = base["fallbacks.remote"].mean()
         ended = base["handler_residences.remote"].mean()
         # a rate falls by 100 % at most, however many calls could each spare an outlier
-        found[(row.table, row.row)] = verdicts.Bound(
+        found[(row.table, row.row)] = quantities.Bound(
             min(100.0, 100 * max(remote, ended) / outliers),
             f"{remote:,.0f} remote fallbacks, whose handlers ended {ended:,.0f} residences, "
             f"against {outliers:,.0f} residences over {threshold} per baseline boot, as if each "
@@ -99,7 +99,7 @@ def bounds(cited: pd.DataFrame, chosen: Chosen) -> dict[tuple[str, str], verdict
 
 
 def compare(cited: pd.DataFrame, chosen: Chosen) -> pd.DataFrame:
-    """The chapter's comparison (:func:`lab.scorecard.compare`) of the per-million outlier
+    """The chapter's comparison (:func:`lab.analysis.scorecard.compare`) of the per-million outlier
     rates, each with the bound of :func:`bounds`."""
     cited = cited[cited["chapter"] == CHAPTER]
     measures = scorecard.measures_from_experiment(chosen, cited, UNITS, assume=SETS,
@@ -171,7 +171,7 @@ def callers(chosen: Chosen) -> pd.DataFrame:
 
 def call_sites(chosen: Chosen) -> pd.DataFrame:
     """Per built kernel: call sites of each irq_work entry point in ``schedule_deferred()``
-    and in the whole image (lab.inspect's ``call_sites``)."""
+    and in the whole image (lab.pipeline.inspect's ``call_sites``)."""
     rows = []
     for role, variant in ROLES.items():
         if variant not in chosen:
@@ -275,7 +275,7 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> pd.DataFrame:
         verdict = verdicts.judge_boots(
             by["baseline"], by["patched"],
             lambda c, claim=claim: verdicts.judge_direction(
-                c, -1, claim, limits, margin=verdicts.MARGINS["time"], cannot_show=TCG),
+                c, -1, claim, limits, margin=quantities.MARGINS["time"], cannot_show=TCG),
             flagged=flagged)
         rows.append(_row(entry, rid, column,
                          verdict.change.describe() if verdict.change else "—", verdict,
@@ -291,7 +291,8 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> pd.DataFrame:
 
 
 def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
-    """Scorecard rows (:data:`lab.scorecard.DERIVED_COLUMNS`): each cited entry compared (the
+    """Scorecard rows (:data:`lab.analysis.scorecard.DERIVED_COLUMNS`): each cited entry compared
+    (the
     counts as absolute values, the changes judged from the per-million rates) and the
     mechanism rows."""
     cited = cited[cited["chapter"] == CHAPTER]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lab import runs, scorecard, stats, verdicts
+from lab.analysis import quantities, runs, scorecard, stats, verdicts
 
 CONTENDED = ("cache_shard", "cache", "numa", "system")
 """The affinity scopes whose pools several CPUs share here, as in the author's latency claim."""
@@ -53,10 +53,10 @@ V1_ONLY = ("; our patched kernel carries v1's code, the table {code}, so this co
 
 
 def compare(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
-    """The chapter's comparison (:func:`lab.scorecard.compare`): throughput per scope,
+    """The chapter's comparison (:func:`lab.analysis.scorecard.compare`): throughput per scope,
     enqueue latency p50 and p99, and the in-tree mode's throughput against the v3 and v5
     tables, each variant pooled from every run made like its newest one
-    (:func:`lab.runs.pooled_per_variant`)."""
+    (:func:`lab.analysis.runs.pooled_per_variant`)."""
     chosen = runs.pooled_per_variant(chapter_runs)
     cited = cited[cited["chapter"] == "workqueue"]
     units = {f"{scope}.items_per_sec": ("items/s", "time") for scope in SCOPES}
@@ -88,7 +88,7 @@ def in_tree_p95_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Da
                     values["baseline"], values["patched"],
                     lambda c, cited_change=cited_change, limits=limits: verdicts.judge_change(
                         c, cited_change, limits, units=("ns", "ns"),
-                        margin=verdicts.MARGINS["time"]),
+                        margin=quantities.MARGINS["time"]),
                     flagged=tuple(runs.clock_flags(chosen[r], r) for r in scorecard.ROLES))
             except ValueError as exc:  # a missing boot or a stopped clock's 0
                 verdict = verdicts.Verdict(runs.UNJUDGED, str(exc).split(". Fix:")[0])
@@ -155,7 +155,7 @@ def mechanism_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Data
                 counts["baseline"], counts["patched"],
                 lambda c, sign=sign, ours=ours, limits=limits, said=said: (
                     verdicts.judge_direction(c, sign, said, limits,
-                                             margin=verdicts.MARGINS["count"], ours=ours)))
+                                             margin=quantities.MARGINS["count"], ours=ours)))
             change = verdict.change
             rows.append(scorecard.judged_row(
                 f"workqueue-mechanism-{scope.replace('_', '-')}-{field}",
@@ -169,7 +169,8 @@ def mechanism_rows(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.Data
 
 
 def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
-    """Scorecard rows (:data:`lab.scorecard.DERIVED_COLUMNS`) of every cited entry compared,
+    """Scorecard rows (:data:`lab.analysis.scorecard.DERIVED_COLUMNS`) of every cited entry
+    compared,
     the derived change rows of the latency pairs, the in-tree mode's rows against the v3 and
     v5 tables, and the mechanism rows."""
     cited = cited[cited["chapter"] == "workqueue"]

@@ -10,7 +10,7 @@ which 7.2.13 does not print (it names tsc without quotes and says no "as").
 
 Only what happens inside the *measured window* is a flag against a boot's timings: the window
 opens at the kernel's ``Run <path> as init process`` line, because every workload runs under
-that init, and closes at the guest's ``KB-DONE rc=<n>`` line (:data:`lab.vm.DONE`), printed
+that init, and closes at the guest's ``KB-DONE rc=<n>`` line (:data:`DONE`), printed
 after the last workload, or at the end of the console if the guest never printed it. Lines
 after ``KB-DONE`` are left out because nothing is measured then: in the committed consoles, 17
 of the watchdog timeouts after init come between ``KB-DONE`` and the reset, and none of them is
@@ -32,7 +32,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lab.vm import DONE
+DONE = re.compile(r"^KB-DONE rc=(\d+)")
+"""The line the guest's init (``lab/pipeline/guest-init.sh``) prints when its workloads are
+done: the boot stage waits for it, and this parser closes the measured window at it."""
 
 _KERNEL_LINE = re.compile(r"\[\s*(\d+\.\d+)\] (.*)")
 """A kernel log line on the console. Searched anywhere in a line, not only at its start:

@@ -19,7 +19,8 @@ BOOK_SOURCES = ("book", "notebooks", "data", "lab", "conf.py", "chapters", "conf
 
 
 ARCHIVE_VARIABLES = {"seeds": "KERNEL_BOOK_SEEDS", "upstream": "KERNEL_BOOK_UPSTREAM"}
-"""The environment variable that names each archive of cited sources (``lab.cited.ARCHIVES``)."""
+"""The environment variable that names each archive of cited sources
+(``lab.analysis.cited.ARCHIVES``)."""
 
 
 def archive_dir(archive: str) -> Path | None:

@@ -20,9 +20,10 @@ from xml.etree import ElementTree
 import yaml
 from jupyter_cache import get_cache
 
-from lab import chapters, cited
-from lab.figures import LEGEND_SIZE
-from lab.sphinxext import declared_reads
+from lab import chapters
+from lab.analysis import cited
+from lab.book.figures import LEGEND_SIZE
+from lab.book.freshness import declared_reads
 from tests.book.conftest import sphinx
 
 BOOK = [c.name for c in chapters.book()]
@@ -142,7 +143,7 @@ def test_every_measured_figure_and_table_declares_its_runs(built: Path) -> None:
 
 
 def test_every_legend_is_legible(built: Path) -> None:
-    """Every legend of every figure the book shows is set at least at lab.figures.LEGEND_SIZE
+    """Every legend of every figure the book shows is set at least at lab.book.figures.LEGEND_SIZE
     (in an SVG of the book, points are SVG units)."""
     small = []
     svgs = sorted((built / "_build" / "figures").rglob("*.svg"))

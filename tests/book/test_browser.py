@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from lab import ROOT, chapters
-from lab.figures import FONT_SIZE, LEGEND_SIZE
+from lab.book.figures import FONT_SIZE, LEGEND_SIZE
 from tests.book import chromium, unavailable
 
 DESKTOP, PHONE = 1400, 420
@@ -86,8 +86,8 @@ SMALLEST_TEXT_PX = 10
 
 OVERVIEW = "fig-overview"
 """The scorecard page's figure of every row: drawn to fit a phone, with no text under
-lab.figures.FONT_SIZE; every other figure's smallest text is a legend at
-lab.figures.LEGEND_SIZE."""
+lab.book.figures.FONT_SIZE; every other figure's smallest text is a legend at
+lab.book.figures.LEGEND_SIZE."""
 
 SCREEN = (1400, 1000)
 """The desktop screen the landing page's panels and tallies must fit on, in CSS pixels."""

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lab import chapters, cited
+from lab import chapters
+from lab.analysis import cited
 from tests.book.conftest import ARCHIVE_VARIABLES
 
 BOOK = [c.name for c in chapters.book()]

@@ -3,7 +3,7 @@
 A sentence with a direction word (any comparative, "falls", "rises", "no change", "does not
 follow", "tens of percent", ...) must either paste a phrase the notebook computes (a
 ``{glue:text}`` role in the same sentence) or carry a ``{claim}`` marker saying what backs it
-(:mod:`lab.claims`): the notebook's assertion (``notebook.claim``, which fails the build when
+(:mod:`lab.book.claims`): the notebook's assertion (``notebook.claim``, which fails the build when
 the data disagree), or why the sentence states no result of ours. The markers sit in the pages,
 beside their sentences, so no shared file lists a chapter's sentences.
 
@@ -18,7 +18,8 @@ import re
 
 import pytest
 
-from lab import ROOT, claims
+from lab import ROOT
+from lab.book import claims
 
 WORDS = re.compile(
     r"\b((?:larg|small|few|high|low|fast|slow|(?<!no )long|short|bigg|great|wid|narrow|steadi|"
@@ -82,7 +83,7 @@ def test_every_typed_directional_sentence_is_backed() -> None:
         "directional sentences typed without a glued phrase or a {claim} marker. Fix: glue the "
         "phrase the notebook computes, or put {claim}`/notebooks/<chapter>.md::<key>` (with "
         "notebook.claim(\"<key>\", ...) in that notebook) or {claim}`<kind>` before the "
-        "sentence's full stop (lab/claims.py):\n" + "\n".join(unbacked))
+        "sentence's full stop (lab/book/claims.py):\n" + "\n".join(unbacked))
 
 
 def test_every_marker_names_a_backing_that_exists() -> None:

@@ -1,4 +1,4 @@
-"""lab.forwarddiff: a revert turned round is a diff that patch(1) applies forwards."""
+"""lab.book.forwarddiff: a revert turned round is a diff that patch(1) applies forwards."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lab import ROOT
-from lab.forwarddiff import diff_part, reverse
+from lab.book.forwarddiff import diff_part, reverse
 
 OLD = "int a;\n-- a line that starts like a file header\nint b;\nint c;\n"
 NEW = "int a;\n+++ another one\nint b;\nint d;\nint e;\n"

@@ -1,4 +1,4 @@
-"""The one helper every chapter notebook starts with: lab.notebook.cited_section."""
+"""The one helper every chapter notebook starts with: lab.book.notebook.cited_section."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pytest
 
-from lab import chapters, cited, figures, notebook
+from lab import chapters
+from lab.analysis import cited
+from lab.book import figures, notebook
 
 
 @pytest.fixture

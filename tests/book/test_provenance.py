@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import ROOT, chapters, provenance, runs
+from lab import ROOT, chapters
+from lab.analysis import runs
+from lab.book import provenance
 from tests.book import unavailable
 
 

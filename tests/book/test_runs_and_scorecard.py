@@ -10,7 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lab import chapters, cited, figures, headlines, judges, runs, scorecard, verdicts
+from lab import chapters
+from lab.analysis import cited, headlines, judges, runs, scorecard, verdicts, views
+from lab.book import figures, panels
 
 ENV = ("TCG on AMD EPYC (2 host cores), QEMU 7.2.22, gcc, "
        "Linux 7.2.13 (debian-linux-source:7.2.13-1), config 833ba6bd4e67")
@@ -275,7 +277,7 @@ def test_the_card_keeps_the_kinds_of_the_sched_ext_qpw_and_io_wq_rows() -> None:
         assert card.loc[rid, "verdict"] in (verdicts.HOLDS, verdicts.FAILS,
                                             verdicts.INCONCLUSIVE)
     mine = card[card["chapter"].isin(["sched-ext", "qpw", "io-wq"])]
-    counted = scorecard.counts(mine.reset_index(), frame)
+    counted = views.counts(mine.reset_index(), frame)
     # sched-ext 3, io-wq 2 (lost wakeups, 5/8's wait-queue lock), qpw 5 (0006 per model,
     # syzbot's report before and after, PWLOCKS=n's instruction count)
     assert counted["check"] == (mine["row_kind"] == verdicts.CHECK).sum() == 10
@@ -359,7 +361,7 @@ def test_the_judged_numbers_reach_the_card(tmp_path: Path) -> None:
     assert gain["cited_change"] == pytest.approx(8.9)
     assert card.loc["workqueue-tput-cache-baseline", "kind"] == "cited value"
     assert card.loc["workqueue-tput-numa-gain", "our_unit"] == ""
-    view = scorecard.chapter_view(card.reset_index(), "workqueue")
+    view = views.chapter_view(card.reset_index(), "workqueue")
     assert set(view.columns).isdisjoint(set(scorecard.DATA_COLUMNS) - {"kind"})
     assert set(view["kind"]) == {"claim"}  # the printed row kind, not where the row comes from
 
@@ -378,7 +380,7 @@ def test_the_overview_draws_or_counts_every_row_of_the_card(
     order, and a chapter that no run measures shows its cited values as not yet measured."""
     frame, judged, card = book_card
     order = [c.name for c in chapters.book()]
-    lines = scorecard.overview(card, order)
+    lines = views.overview(card, order)
     assert lines["rows"].sum() == len(card)
     assert list(dict.fromkeys(lines["chapter"])) == [c for c in order if c in set(card["chapter"])]
     changes = card[card["kind"] != "cited value"]
@@ -393,7 +395,7 @@ def test_the_overview_draws_or_counts_every_row_of_the_card(
     # a row another branch's judge adds appears without a change to the overview
     extra = judged.iloc[[-1]].assign(id="x-mechanism-new", column="mechanism: a new count",
                                      verdict=verdicts.CONTRADICTED)
-    more = scorecard.overview(scorecard.build(frame, runs.measured_for_cited(),
+    more = views.overview(scorecard.build(frame, runs.measured_for_cited(),
                                               pd.concat([judged, extra])), order)
     assert len(more) == len(lines) + 1
     assert (more["column"] == "mechanism: a new count").sum() == 1
@@ -403,10 +405,10 @@ def test_the_full_figure_shows_each_rows_kind_and_sets_checks_apart(
         book_card: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]) -> None:
     """The scorecard page's figure: a verdict per line, every check and row of our own reading
     under its chapter's headings for them (never among the claims), short verdict words, and no
-    text under lab.figures.FONT_SIZE."""
+    text under lab.book.figures.FONT_SIZE."""
     _, _, card = book_card
     titles = {c.name: c.label for c in chapters.book()}
-    lines = scorecard.overview(card, list(titles))
+    lines = views.overview(card, list(titles))
     fig = figures.overview_figure(lines, titles)
     texts = fig.axes[0].texts
     words = [t.get_text() for t in texts]
@@ -443,18 +445,18 @@ def test_the_scorecard_tables_print_each_rows_kind(
     form (data=True) carries the kind as data: row_kind and ours_reading."""
     _, _, card = book_card
     for c in chapters.book():
-        view = scorecard.chapter_view(card, c.name)
+        view = views.chapter_view(card, c.name)
         assert view.columns[view.columns.get_loc("cited") - 1] == "kind"
         assert set(view["kind"]) <= {"claim", "mechanism", "check", "mechanism, ours"}
-        data = scorecard.chapter_view(card, c.name, data=True)
-        assert list(data.columns[-2:]) == scorecard.KIND_COLUMNS
+        data = views.chapter_view(card, c.name, data=True)
+        assert list(data.columns[-2:]) == views.KIND_COLUMNS
         mine = card[card["chapter"] == c.name].reset_index(drop=True)
         assert list(data["row_kind"]) == list(mine["row_kind"])
         assert list(data["ours_reading"]) == list(mine["ours_reading"])
         checks = data[data["row_kind"] == verdicts.CHECK]
         assert set(checks["kind"]) <= {"check"}
         assert set(data.loc[data["ours_reading"], "kind"]) <= {"mechanism, ours"}
-    everything = scorecard.table_view(card, data=True)
+    everything = views.table_view(card, data=True)
     assert (everything["kind"] == "check").sum() == (card["row_kind"] == verdicts.CHECK).sum()
 
 
@@ -485,15 +487,15 @@ def test_tallies_keep_the_three_kinds_apart_and_never_count_a_check_as_support()
         _row(kind="check", row_kind=verdicts.CHECK, verdict=verdicts.PASSED),
         _row(kind="check", row_kind=verdicts.CHECK, verdict=verdicts.PASSED),
     ])
-    found = scorecard.tally(card)
+    found = views.tally(card)
     assert found == {"claims": {verdicts.DIRECTION: 1, verdicts.INCONCLUSIVE: 1},
                      "mechanism rows": {verdicts.DIRECTION: 1},
                      "our readings": {verdicts.HOLDS: 1},
                      "checks": {verdicts.PASSED: 2}}
-    assert scorecard.verdict_summary(card) == (
+    assert views.verdict_summary(card) == (
         "claims: 1 direction confirmed, 1 inconclusive here; mechanism rows: 1 direction "
         "confirmed; our readings: 1 holds; checks: 2 passed")
-    counted = scorecard.counts(card.assign(id=[f"r{i}" for i in range(len(card))]),
+    counted = views.counts(card.assign(id=[f"r{i}" for i in range(len(card))]),
                                pd.DataFrame({"id": []}))
     assert (counted["check"], counted["check-support"]) == (2, 0)
     assert (counted["mechanism"], counted["mechanism-support"], counted["ours"]) == (2, 1, 1)
@@ -502,7 +504,7 @@ def test_tallies_keep_the_three_kinds_apart_and_never_count_a_check_as_support()
 def test_the_book_tallies_count_every_change_row_once(
         book_card: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]) -> None:
     _, _, card = book_card
-    found = scorecard.tally(card)
+    found = views.tally(card)
     changes = card[card["kind"] != "cited value"]
     assert sum(sum(g.values()) for g in found.values()) == len(changes)
     assert set(found["checks"]) <= {verdicts.PASSED, verdicts.FAILED}
@@ -589,8 +591,8 @@ def test_every_chapter_has_a_panel_of_readable_headlines(
             assert "+ NA" not in label and "[k]" not in label and "CONFIG_" not in label
         assert all(d.startswith("cited ") for d in claims["detail"])
         assert all(d.startswith("should ") for d in mechanisms["detail"])
-        for width in (figures.PANEL_WIDTH, figures.PHONE_PANEL_WIDTH):
-            fig = figures.headline_panel(rows, width)
+        for width in (panels.PANEL_WIDTH, panels.PHONE_PANEL_WIDTH):
+            fig = panels.headline_panel(rows, width)
             assert fig.get_size_inches()[0] == pytest.approx(width)
             fig.set_dpi(300)  # text as a browser sets it: hinting at 100 dpi widens it
             renderer = fig.canvas.get_renderer()

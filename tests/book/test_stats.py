@@ -1,4 +1,4 @@
-"""The interval of a change (lab.stats): its coverage, and the values it refuses."""
+"""The interval of a change (lab.analysis.stats): its coverage, and the values it refuses."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from lab import stats
+from lab.analysis import stats
 
 TRIALS = 20_000
 """Simulated comparisons per case: the Monte-Carlo standard error of a coverage near 95 % is

@@ -1,4 +1,4 @@
-"""The one verdict rule (lab.verdicts): row kinds, units, margins, cited precision, power,
+"""The one verdict rule (lab.analysis.verdicts): row kinds, units, margins, cited precision, power,
 bounds, single boots and clock trouble; and the committed runs judged by it."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lab import cited, judges, runs, scorecard, stats, verdicts
+from lab.analysis import cited, judges, quantities, runs, scorecard, stats, verdicts, views
 
 ENV = "TCG, 8 vCPUs on 2 host cores"
-TIME = verdicts.MARGINS["time"]
-ICOUNT = verdicts.MARGINS["instructions"]
+TIME = quantities.MARGINS["time"]
+ICOUNT = quantities.MARGINS["instructions"]
 TICKS = ("TSC ticks", "TSC ticks")
 
 
@@ -21,8 +21,8 @@ def change(low: float, high: float, n: int = 5, se: float = 0.05) -> stats.Chang
                         n_patched=n, se=se, df=n - 1)
 
 
-def claim(low: float, high: float, cited_change: float | verdicts.Cited,
-          margin: verdicts.Margin = TIME, **kw: object) -> verdicts.Verdict:
+def claim(low: float, high: float, cited_change: float | quantities.Cited,
+          margin: quantities.Margin = TIME, **kw: object) -> verdicts.Verdict:
     return verdicts.judge_change(change(low, high), cited_change, ENV, units=TICKS,
                                  margin=margin, **kw)
 
@@ -54,12 +54,12 @@ def test_the_claim_rule(low: float, high: float, cited_change: float, verdict: s
 
 def test_a_claim_is_judged_only_in_its_own_unit() -> None:
     """Instructions for TSC ticks is a mechanism row: judge_change refuses it."""
-    with pytest.raises(verdicts.UnitMismatch, match="judge_direction"):
+    with pytest.raises(quantities.UnitMismatch, match="judge_direction"):
         verdicts.judge_change(change(-0.1, -0.05), 2.1, ENV, units=("instructions", "TSC ticks"),
                               margin=ICOUNT)
     with pytest.raises(ValueError, match="margin"):
         verdicts.judge_change(change(1, 2), 2.0, ENV, units=TICKS,
-                              margin=verdicts.MARGINS["share"])
+                              margin=quantities.MARGINS["share"])
 
 
 def test_a_change_inside_the_margin_is_no_change_however_exact() -> None:
@@ -103,13 +103,13 @@ def test_an_inconclusive_row_states_what_its_boots_can_detect() -> None:
 def test_a_design_that_cannot_move_the_metric_says_so() -> None:
     """sched-ext's scx_qmap run: 11 remote fallbacks against 443 outliers move the rate by 2.5 %
     at most."""
-    bound = verdicts.Bound(2.5, "11 remote fallbacks against 443 outliers")
+    bound = quantities.Bound(2.5, "11 remote fallbacks against 443 outliers")
     judged = claim(-45.0, 18.0, -45.0, bound=bound)
     assert judged.verdict == verdicts.INCONCLUSIVE
     assert "this design cannot move the metric" in judged.reason and "2.5 %" in judged.reason
     assert judged.columns()["bound"] == 2.5
     # a bound larger than what the boots detect does not decide, but is said
-    loose = claim(2.0, 15.0, 8.0, bound=verdicts.Bound(1000.0, "every residence"))
+    loose = claim(2.0, 15.0, 8.0, bound=quantities.Bound(1000.0, "every residence"))
     assert loose.verdict == verdicts.REPRODUCED and "at most 1,000.0 %" in loose.reason
 
 
@@ -213,7 +213,7 @@ def test_the_committed_runs_are_judged_by_these_rules() -> None:
             | (contradicted["our_high"] < -contradicted["margin"])).all()
     checks = card[card["row_kind"] == verdicts.CHECK]
     assert set(checks["verdict"]) <= {verdicts.PASSED, verdicts.FAILED}
-    assert scorecard.counts(card, cited.to_frame(cited.load_all()))["check-support"] == 0
+    assert views.counts(card, cited.to_frame(cited.load_all()))["check-support"] == 0
     ours = card[card["ours_reading"]]
     assert len(ours) and not ours["verdict"].isin([verdicts.CONTRADICTED,
                                                    *verdicts.SUPPORT]).any()

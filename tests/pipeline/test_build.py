@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import build, kconfig
 from lab.command import StageError
+from lab.pipeline import build, kconfig
 
 
 def test_ensure_built_rebuilds_only_when_another_variant_was_built_there(

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import ROOT, chapters, experiment
+from lab import ROOT, chapters
 from lab.command import StageError
+from lab.pipeline import experiment
 
 from .conftest import TEST_CHAPTERS
 
@@ -257,7 +258,7 @@ TOY_ANALYSIS = '''\
 
 import pandas as pd
 
-from lab import runs
+from lab.analysis import runs
 
 
 def judge(cited: pd.DataFrame, chapter_runs: list[runs.Run]) -> pd.DataFrame:
@@ -328,11 +329,12 @@ def test_a_new_chapter_touches_only_its_own_files(tmp_path: Path) -> None:
     # scored: a run of the toy chapter, published and judged by its own analysis.py
     script = textwrap.dedent("""\
         from pathlib import Path
-        from lab import cited, collect, judges, runs, scorecard
+        from lab.analysis import cited, judges, runs, scorecard
+        from lab.pipeline import publish
         rec = {"variant": "baseline", "rep": 1, "accel": "tcg",
                "rows": {"getpid": [("marker", 1.0)]}, "dir": "unused"}
-        collect.publish("toy", "20260101T000000Z-tcg", lambda tmp: collect.write_run(
-            tmp, {"results.csv": collect.results_csv(
+        publish.publish("toy", "20260101T000000Z-tcg", lambda tmp: publish.write_run(
+            tmp, {"results.csv": publish.results_csv(
                 "toy", [rec], {("getpid", "marker"): "toy-marker"})},
             {"chapter": "toy", "variants": {"baseline": {}}}))
         frame = cited.to_frame(cited.load_all())

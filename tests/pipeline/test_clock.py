@@ -1,5 +1,5 @@
 """Clock health from real serial consoles: the parser on excerpts of committed consoles, and
-:func:`lab.runs.clock_health` on the committed io-wq and workqueue runs.
+:func:`lab.analysis.runs.clock_health` on the committed io-wq and workqueue runs.
 
 Each fixture in ``fixtures/clock/`` is an excerpt of one committed console (the first line,
 the clock lines before init, and every line from init on) that parses exactly as the whole
@@ -27,7 +27,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lab import ROOT, runs
+from lab import ROOT
+from lab.analysis import runs
 from lab.parse.clock import ClockHealth, parse_console
 
 from .conftest import FIXTURES

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import collect
 from lab.command import StageError
+from lab.pipeline import publish
 
 from .conftest import FIXTURES
 
@@ -28,14 +28,14 @@ def _records(tmp_path: Path) -> list[dict]:
 def _fill(tmp_path: Path):
     cfg = tmp_path / "cfg"
     cfg.write_text("CONFIG_A=y\n")
-    return lambda d: collect.assemble(d, "smoketest", _records(tmp_path), {"patched": cfg},
+    return lambda d: publish.assemble(d, "smoketest", _records(tmp_path), {"patched": cfg},
                                       {"chapter": "smoketest"})
 
 
 def test_published_run_is_complete_and_verifies(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("KERNEL_BOOK_RUNS", str(tmp_path / "runs"))
-    run = collect.publish("smoketest", "20261122T000000Z-tcg", _fill(tmp_path))
-    collect.verify_run(run)
+    run = publish.publish("smoketest", "20261122T000000Z-tcg", _fill(tmp_path))
+    publish.verify_run(run)
     manifest = json.loads((run / "manifest.json").read_text())
     assert set(manifest["files"]) == {"results.csv", "config/patched.config.gz",
                                       "raw/patched/rep1/console.log.gz",
@@ -51,10 +51,10 @@ def test_published_run_is_complete_and_verifies(tmp_path, monkeypatch) -> None:
 
 def test_existing_run_is_never_overwritten(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("KERNEL_BOOK_RUNS", str(tmp_path / "runs"))
-    run = collect.publish("smoketest", "r1", _fill(tmp_path))
+    run = publish.publish("smoketest", "r1", _fill(tmp_path))
     before = (run / "manifest.json").read_bytes()
     with pytest.raises(StageError, match="already exists; runs are never overwritten"):
-        collect.publish("smoketest", "r1", _fill(tmp_path))
+        publish.publish("smoketest", "r1", _fill(tmp_path))
     assert (run / "manifest.json").read_bytes() == before
 
 
@@ -65,31 +65,31 @@ def test_failed_collect_leaves_no_directory(tmp_path, monkeypatch) -> None:
         (d / "results.csv").write_text("half")
         raise StageError("interrupted")
     with pytest.raises(StageError, match="interrupted"):
-        collect.publish("smoketest", "r2", fail)
+        publish.publish("smoketest", "r2", fail)
     assert list((tmp_path / "runs" / "smoketest").iterdir()) == []
 
 
 def test_tampered_file_fails_verification(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("KERNEL_BOOK_RUNS", str(tmp_path / "runs"))
-    run = collect.publish("smoketest", "r3", _fill(tmp_path))
+    run = publish.publish("smoketest", "r3", _fill(tmp_path))
     (run / "results.csv").write_text("chapter\n")
     with pytest.raises(StageError, match=r"results.csv: sha256 differs"):
-        collect.verify_run(run)
+        publish.verify_run(run)
     (run / "extra.txt").write_text("x")
     with pytest.raises(StageError, match=r"extra \['extra.txt'\]"):
-        collect.verify_run(run)
+        publish.verify_run(run)
 
 
 def test_gzip_is_deterministic() -> None:
-    assert collect.gzip_bytes(b"abc" * 100) == collect.gzip_bytes(b"abc" * 100)
+    assert publish.gzip_bytes(b"abc" * 100) == publish.gzip_bytes(b"abc" * 100)
 
 
 def test_run_id_sorts_by_time_and_names_the_accelerator() -> None:
-    rid = collect.new_run_id("tcg", datetime(2026, 11, 22, 3, 4, 5, tzinfo=UTC))
+    rid = publish.new_run_id("tcg", datetime(2026, 11, 22, 3, 4, 5, tzinfo=UTC))
     assert rid == "20261122T030405Z-tcg"
-    assert re.fullmatch(r"\d{8}T\d{6}Z-icount", collect.new_run_id("icount"))
+    assert re.fullmatch(r"\d{8}T\d{6}Z-icount", publish.new_run_id("icount"))
 
 
 def test_cited_ids_are_attached_to_their_metric(tmp_path) -> None:
-    rows = collect.tidy_rows("smoketest", _records(tmp_path), {("getpid", "ns_total"): "c-1"})
+    rows = publish.tidy_rows("smoketest", _records(tmp_path), {("getpid", "ns_total"): "c-1"})
     assert [(r["metric"], r["cited_id"]) for r in rows] == [("marker", ""), ("ns_total", "c-1")]

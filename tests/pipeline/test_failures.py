@@ -15,7 +15,8 @@ import threading
 import time
 from pathlib import Path
 
-from lab import ROOT, cachedir, experiment
+from lab import ROOT
+from lab.pipeline import cachedir, experiment
 
 from .conftest import TEST_CHAPTERS, make_reproduce, reproduce_env
 

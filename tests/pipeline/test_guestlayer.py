@@ -1,4 +1,5 @@
-"""lab.guestlayer: a chapter's guest packages, locked against the toolchain root and unpacked
+"""lab.pipeline.guestlayer: a chapter's guest packages, locked against the toolchain root and
+unpacked
 into a layer only its boots see (the smoke chapter's end-to-end test boots one: test_smoke)."""
 
 from __future__ import annotations
@@ -8,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import chapters, guestlayer
+from lab import chapters
 from lab.command import StageError
+from lab.pipeline import guestlayer
 
 # apt-get install --simulate --no-install-recommends php-cgi against the toolchain root's
 # dpkg status (sid, 2026-11-27), shortened

@@ -1,4 +1,4 @@
-"""lab.inspect's whole-image call sites and probe targets, on listings captured from the
+"""lab.pipeline.inspect's whole-image call sites and probe targets, on listings captured from the
 sched-ext chapter's baseline and patched vmlinux (2026-11-23; gcc-15, tinyconfig + sched-ext):
 ``objdump -d --no-show-raw-insn vmlinux`` filtered as the inspect stage filters it, cut to a
 few functions, and ``nm -S --defined-only`` lines of the probed functions."""
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import inspect
 from lab.command import StageError
+from lab.pipeline import inspect
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TARGETS = ["irq_work_queue", "irq_work_queue_on"]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import DATA, chapters, kconfig
+from lab import DATA, chapters
 from lab.command import StageError
+from lab.pipeline import kconfig
 
 SMOKE = chapters.get("smoke")
 

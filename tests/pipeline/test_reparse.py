@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import collect, pipeline, reparse, runs
+from lab.analysis import runs
 from lab.command import StageError
+from lab.pipeline import cli, publish, reparse
 
 COMMITTED = sorted(p for p in runs.RUNS_DIR.glob("*/*") if (p / "manifest.json").is_file())
 
@@ -25,7 +26,7 @@ def test_every_committed_run_reparses_to_its_own_results(run_dir: Path, tmp_path
     new = reparse.reparse(run_dir, tmp_path)
     assert new == tmp_path / run_dir.parent.name / f"{run_dir.name}-reparse1"
     assert (new / "results.csv").read_bytes() == (run_dir / "results.csv").read_bytes()
-    collect.verify_run(new)
+    publish.verify_run(new)
     manifest = json.loads((new / "manifest.json").read_text())
     parent = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["parent"] == {"run_id": run_dir.name,
@@ -63,7 +64,7 @@ def test_an_edited_run_is_refused(tmp_path: Path) -> None:
 
 
 def test_make_reparse_names_a_missing_run(capsys) -> None:
-    status = pipeline.main(["reparse", "--run", "smoke/no-such-run"])
+    status = cli.main(["reparse", "--run", "smoke/no-such-run"])
     err = capsys.readouterr().err
     assert status == 1 and "RUN=smoke/no-such-run: no run directory" in err
     assert "Traceback" not in err
@@ -75,9 +76,9 @@ def test_a_parser_that_rejects_raw_output_fails_the_reparse(tmp_path: Path) -> N
     shutil.copytree(smoke, copy)
     manifest = json.loads((copy / "manifest.json").read_text())
     raw = next(r for r in manifest["files"] if r.endswith("getpid.out.gz"))
-    cut = collect.gzip_bytes(b"iterations=100000\n")
+    cut = publish.gzip_bytes(b"iterations=100000\n")
     (copy / raw).write_bytes(cut)
-    manifest["files"][raw] = collect.sha256_bytes(cut)
+    manifest["files"][raw] = publish.sha256_bytes(cut)
     (copy / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(StageError, match="truncated"):
         reparse.reparse(copy, tmp_path / "out")

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import ROOT, series, source
+from lab import ROOT
 from lab.command import StageError
+from lab.pipeline import series, source
 
 ORIGINAL = "".join(f"line {i}\n" for i in range(1, 21))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import json
 
-from lab import collect
+from lab.pipeline import publish
 
 from .conftest import make_reproduce
 
@@ -32,7 +32,7 @@ def test_smoke_chapter_end_to_end(runs_tmp, data_unchanged) -> None:
 
     (run,) = sorted((runs_tmp / "smoke").iterdir())
     assert f"published: {run}" in summary
-    collect.verify_run(run)
+    publish.verify_run(run)
     manifest = json.loads((run / "manifest.json").read_text())
     for key in ("base", "series", "compilers", "qemu", "host", "toolchain_root", "book",
                 "date", "experiment", "variants", "files", "parsers", "python"):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import source
 from lab.command import StageError
+from lab.pipeline import source
 
 MAKEFILE = "# SPDX\nVERSION = 7\nPATCHLEVEL = 2\nSUBLEVEL = 13\nEXTRAVERSION =\n"
 

@@ -6,8 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from lab import toolchain
 from lab.command import StageError
+from lab.pipeline import toolchain
+from lab.pipeline.apt import PrivateApt, debian_mirror, host_sources
+from lab.pipeline.lock import (
+    PACKAGES,
+    Lock,
+    check_archive,
+    check_requested,
+    load_lock,
+    pin_preferences,
+)
 
 DEB822 = """Types: deb
 # a comment line
@@ -40,40 +49,40 @@ def _os_release(tmp_path: Path, codename: str = "bookworm") -> Path:
 def test_mirror_is_the_archive_of_the_host_codename(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("DEBIAN_MIRROR", raising=False)
     etc = _etc(tmp_path, DEB822.replace("bookworm bookworm-updates", "bookworm-updates bookworm"))
-    assert toolchain.debian_mirror(etc, _os_release(tmp_path)) == "http://mirror.example/debian"
+    assert debian_mirror(etc, _os_release(tmp_path)) == "http://mirror.example/debian"
 
 
 def test_security_archive_is_never_taken(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("DEBIAN_MIRROR", raising=False)
     only_security = DEB822.split("\n\n")[1]
     with pytest.raises(StageError, match="no Debian archive found"):
-        toolchain.debian_mirror(_etc(tmp_path, only_security), _os_release(tmp_path))
+        debian_mirror(_etc(tmp_path, only_security), _os_release(tmp_path))
 
 
 def test_one_line_sources_with_options(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("DEBIAN_MIRROR", raising=False)
     etc = _etc(tmp_path, "", "# old style\ndeb [arch=amd64 signed-by=/k.gpg] "
                              "http://local.example/deb/ bookworm main contrib\n")
-    (src,) = toolchain.host_sources(etc)
+    (src,) = host_sources(etc)
     assert src.signed_by == "/k.gpg" and src.components == ("main", "contrib")
-    assert toolchain.debian_mirror(etc, _os_release(tmp_path)) == "http://local.example/deb"
+    assert debian_mirror(etc, _os_release(tmp_path)) == "http://local.example/deb"
 
 
 def test_disabled_and_source_only_stanzas_are_skipped(tmp_path) -> None:
     text = DEB822.replace("Types: deb\n# a", "Types: deb-src\n# a", 1)
     text += "\nTypes: deb\nEnabled: no\nURIs: http://off.example/\nSuites: x\nComponents: main\n"
-    uris = [s.uri for s in toolchain.host_sources(_etc(tmp_path, text))]
+    uris = [s.uri for s in host_sources(_etc(tmp_path, text))]
     assert uris == ["http://mirror.example/debian-security"]
 
 
 def test_environment_overrides_the_mirror(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("DEBIAN_MIRROR", "http://other.example/debian/")
-    assert toolchain.debian_mirror(_etc(tmp_path), _os_release(tmp_path)) == \
+    assert debian_mirror(_etc(tmp_path), _os_release(tmp_path)) == \
         "http://other.example/debian"
 
 
 def test_private_apt_touches_only_its_own_directory(tmp_path) -> None:
-    apt = toolchain.PrivateApt(tmp_path / "apt", "http://mirror.example/debian")
+    apt = PrivateApt(tmp_path / "apt", "http://mirror.example/debian")
     apt.write()
     text = (tmp_path / "apt" / "sources.list").read_text()
     assert "deb " in text and "deb-src " in text
@@ -83,8 +92,8 @@ def test_private_apt_touches_only_its_own_directory(tmp_path) -> None:
     assert "Acquire::Check-Valid-Until=false" in apt.options
 
 
-def _lock(**packages: str) -> toolchain.Lock:
-    return toolchain.Lock("sid", "amd64", ("gcc-15",), tuple(sorted(packages.items())))
+def _lock(**packages: str) -> Lock:
+    return Lock("sid", "amd64", ("gcc-15",), tuple(sorted(packages.items())))
 
 
 def test_root_key_hashes_the_lock() -> None:
@@ -96,10 +105,10 @@ def test_root_key_hashes_the_lock() -> None:
 
 
 def test_committed_lock_holds_every_requested_package() -> None:
-    lock = toolchain.load_lock()
+    lock = load_lock()
     versions = dict(lock.packages)
-    toolchain.check_requested(lock)
-    assert set(toolchain.PACKAGES) <= set(versions)
+    check_requested(lock)
+    assert set(PACKAGES) <= set(versions)
     assert versions["gcc-15"].startswith("15.") and "dpkg" in versions
 
 
@@ -107,37 +116,37 @@ def test_lock_round_trips_and_quotes_epochs(tmp_path) -> None:
     lock = _lock(**{"gcc-15": "15.3.0-5", "bison": "2:3.8.2+dfsg-1+b3"})
     path = tmp_path / "toolchain.lock.yaml"
     path.write_text(lock.render())
-    assert toolchain.load_lock(path) == lock
+    assert load_lock(path) == lock
     path.write_text(lock.render().replace('"2:3.8.2+dfsg-1+b3"', "2:30"))
     with pytest.raises(StageError, match=r"versions of bison are not quoted.*toolchain-lock"):
-        toolchain.load_lock(path)
+        load_lock(path)
 
 
 def test_missing_lock_names_the_fix(tmp_path) -> None:
     with pytest.raises(StageError, match=r"missing; run `make toolchain-lock`"):
-        toolchain.load_lock(tmp_path / "none.yaml")
+        load_lock(tmp_path / "none.yaml")
 
 
 def test_version_gone_from_the_archive_is_named_with_the_fix() -> None:
     lock = _lock(**{"gcc-15": "15.3.0-5", "libc6": "2.42-1", "gone": "1.0"})
     served = {"gcc-15": {"15.3.0-6"}, "libc6": {"2.42-1"}}
     with pytest.raises(StageError) as err:
-        toolchain.check_archive(lock, served)
+        check_archive(lock, served)
     msg = str(err.value)
     assert "no longer serves 2 locked" in msg and "toolchain.lock.yaml" in msg
     assert "gcc-15 15.3.0-5: the archive serves 15.3.0-6" in msg
     assert "gone 1.0: the archive serves no version of it" in msg
     assert "libc6" not in msg and "make toolchain-lock" in msg
-    toolchain.check_archive(lock, {**served, "gcc-15": {"15.3.0-5"}, "gone": {"1.0"}})
+    check_archive(lock, {**served, "gcc-15": {"15.3.0-5"}, "gone": {"1.0"}})
 
 
 def test_changed_package_list_asks_for_a_new_lock() -> None:
     with pytest.raises(StageError, match=r"added: clang-21; dropped: none.*toolchain-lock"):
-        toolchain.check_requested(_lock(), ("gcc-15", "clang-21"))
+        check_requested(_lock(), ("gcc-15", "clang-21"))
 
 
 def test_pins_make_every_locked_version_the_candidate() -> None:
-    prefs = toolchain.pin_preferences(_lock(**{"gcc-15": "15.3.0-5", "bison": "2:3.8.2-1"}))
+    prefs = pin_preferences(_lock(**{"gcc-15": "15.3.0-5", "bison": "2:3.8.2-1"}))
     stanzas = prefs.strip().split("\n\n")
     assert stanzas[0] == "Package: bison\nPin: version 2:3.8.2-1\nPin-Priority: 1001"
     assert len(stanzas) == 2
@@ -155,7 +164,7 @@ def test_missing_subordinate_ids_name_the_usermod_fix(tmp_path) -> None:
 def test_packages_cover_the_issue_list() -> None:
     for pkg in ("gcc-15", "clang-21", "lld-21", "llvm-21", "pahole", "linux-perf", "bpftool",
                 "stress-ng", "bpftrace", "liburing-dev"):
-        assert pkg in toolchain.PACKAGES
+        assert pkg in PACKAGES
 
 
 def test_in_root_binds_read_only_root_and_clears_environment(tmp_path) -> None:

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import ROOT, cachedir, collect
+from lab import ROOT
+from lab.pipeline import cachedir, publish
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 USER = "kernel-book-test"
@@ -199,7 +200,7 @@ def test_smoke_as_ordinary_user_with_system_python(developer: Developer, data_un
 
     published = [p for p in (dev.runs / "smoke").iterdir() if not p.name.startswith(".")]
     assert len(published) == 1, published
-    collect.verify_run(published[0])
+    publish.verify_run(published[0])
     manifest = json.loads((published[0] / "manifest.json").read_text())
     assert manifest["chapter"] == "smoke" and manifest["toolchain_root"]["packages"]
     # the virtual environment, and so every stage, ran on the distribution's interpreter

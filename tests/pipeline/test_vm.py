@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import vm
 from lab.command import StageError
+from lab.pipeline import vm
 
 from .conftest import FIXTURES
 

@@ -55,7 +55,7 @@ def guest_lock(wc):
 
 
 rule layer:
-    """The guest's root (lab/guestlayer.py): the toolchain root, or the chapter's layer of
+    """The guest's root (lab/pipeline/guestlayer.py): the toolchain root, or the chapter's layer of
     guest packages over it."""
     input:
         root="toolchain/root.json",
@@ -108,7 +108,7 @@ rule boot:
         tools=lambda wc: f"tools/{wc.chapter}/{exp_of(wc).build_name(wc.variant)}/tools.json",
         accel="accel/{chapter}/{key}.json",
         scripts=workload_scripts,
-        init=str(REPO / "lab" / "guest-init.sh"),
+        init=str(REPO / "lab" / "pipeline" / "guest-init.sh"),
     output:
         temp(directory("boot/{chapter}/{key}/{variant}/rep{rep}")),
     params:

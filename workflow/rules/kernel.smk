@@ -3,7 +3,7 @@
 # every later run whose inputs and params are unchanged.
 import os
 
-from lab import source, toolchain
+from lab.pipeline import source, toolchain
 
 
 def exp_of(wc):
@@ -129,7 +129,7 @@ rule inspect:
     input:
         root="toolchain/root.json",
         build=build_of,
-        code=str(REPO / "lab" / "inspect.py"),
+        code=str(REPO / "lab" / "pipeline" / "inspect.py"),
     output:
         "inspect/{chapter}/{variant}.json",
     params:

@@ -5,7 +5,7 @@
 
 def booted(wc):
     """(variant, rep) of every boot in the order they run (the boot rule chains them):
-    :attr:`lab.experiment.Experiment.boots`."""
+    :attr:`lab.pipeline.experiment.Experiment.boots`."""
     return exp_of(wc).boots
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lab import chapters, verdicts
-from lab.runs import Run
+from lab import chapters
+from lab.analysis import verdicts
+from lab.analysis.runs import Run
 
 cs = chapters.get("context-switch").module("analysis")
 
@@ -100,7 +101,7 @@ def test_evidence_comes_from_the_build_variant_only() -> None:
 
 
 def test_judge_gives_every_measured_cited_entry_a_verdict_from_icount(tmp_path: Path) -> None:
-    from lab import cited
+    from lab.analysis import cited
 
     variants = {
         "gcc-v2base": variant("v2-thread-baseline", build="gcc-v2base"),
@@ -198,7 +199,7 @@ def _size_run(sizes: dict[str, int]) -> Run:
 ])
 def test_bzimage_verdict_compares_the_v2_base_with_the_patched_tree(
         sizes: dict[str, int], verdict: str | None, says: str | None) -> None:
-    from lab import cited
+    from lab.analysis import cited
     frame = cited.to_frame(cited.load_all())
     out = cs.judge(frame, [_size_run(sizes)]).set_index("id")
     key = "context-switch-bzimage-gcc-baseline"
@@ -221,7 +222,7 @@ def test_bzimage_verdict_compares_the_v2_base_with_the_patched_tree(
 def test_v5_text_rows_and_the_function_sizes_behind_them() -> None:
     """.text from the layout, judged in bytes against the cited delta; beside it the two
     callers' sizes and the out-of-line copy, judged for the direction inlining predicts."""
-    from lab import cited
+    from lab.analysis import cited
     run = _size_run({"v2-thread-baseline": 4096, "patched": 4096})
     for name, text, tail, schedule, fts in (("gcc-size-v2base", 10_000, 82, 900, 501),
                                             ("gcc-size-patched", 10_500, 721, 1_000, 0)):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab import ROOT, chapters, experiment, inspect, series
+from lab import ROOT, chapters
 from lab.command import StageError
+from lab.pipeline import experiment, inspect, series
 
 CH = chapters.get("context-switch")
 PARSERS = CH.parsers()

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from lab import chapters, cited, runs, verdicts
+from lab import chapters
+from lab.analysis import cited, quantities, runs, verdicts
 
 iowq = chapters.get("io-wq").module("analysis")
 FRAME = cited.to_frame(cited.load_all())
@@ -21,7 +22,7 @@ def test_every_measured_delta_is_judged_relative_to_its_baseline_share() -> None
     deltas = ROWS[ROWS.index.str.endswith("-delta") & ROWS["our_low"].notna()]
     assert len(deltas) >= 20
     assert (deltas["our_unit"] == "%").all()
-    assert (deltas["margin"] == verdicts.MARGINS["share-relative"].size).all()
+    assert (deltas["margin"] == quantities.MARGINS["share-relative"].size).all()
     # no reason calls an interval that excludes the cited change too wide
     excludes = (deltas["cited_change"] < deltas["our_low"]) | (
         deltas["cited_change"] > deltas["our_high"])

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from lab import chapters, cited, runs, scorecard, verdicts
+from lab import chapters
+from lab.analysis import cited, runs, scorecard, verdicts
 
 qpw = chapters.get("qpw").module("analysis")
 FRAME = cited.to_frame(cited.load_all())

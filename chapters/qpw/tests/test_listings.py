@@ -1,5 +1,6 @@
 """Reading the lock sites of the PW locks from a kernel's listing (qpw.pw_sites,
-qpw.callee_path), on excerpts of the listings lab.inspect wrote for the dyn-pw-0 and rt-pw-0
+qpw.callee_path), on excerpts of the listings lab.pipeline.inspect wrote for the dyn-pw-0 and
+rt-pw-0
 kernels of 2026-11-26 (gcc 15, tinyconfig + qpw): __kmalloc_noprof, kfree and the functions
 their sites call."""
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import chapters, runs
+from lab import chapters
+from lab.analysis import runs
 
 qpw = chapters.get("qpw").module("analysis")
 CHOSEN = runs.pooled_per_variant(runs.load_chapter_runs("qpw"))

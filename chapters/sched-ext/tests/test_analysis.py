@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lab import chapters, cited, runs, scorecard, verdicts
+from lab import chapters
+from lab.analysis import cited, runs, scorecard, verdicts, views
 
 scx = chapters.get("sched-ext").module("analysis")
 FRAME = cited.to_frame(cited.load_all())
@@ -50,7 +51,7 @@ def test_where_the_handler_ran_and_the_call_sites_are_checks_not_support() -> No
         "sched-ext-check-owner-cpu", "ours"]
     card = scorecard.build(FRAME[FRAME["chapter"] == "sched-ext"],
                            pd.DataFrame(columns=runs.MEASURED_COLUMNS), ROWS.reset_index())
-    counted = scorecard.counts(card, FRAME[FRAME["chapter"] == "sched-ext"])
+    counted = views.counts(card, FRAME[FRAME["chapter"] == "sched-ext"])
     assert counted["check"] == 3 and counted["check-support"] == 0
 
 

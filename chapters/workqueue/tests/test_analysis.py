@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from lab import chapters, cited, verdicts
-from lab.runs import Run
+from lab import chapters
+from lab.analysis import cited, verdicts
+from lab.analysis.runs import Run
 
 wq = chapters.get("workqueue").module("analysis")
 

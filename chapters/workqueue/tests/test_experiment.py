@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lab import chapters, collect, experiment, kconfig, pipeline
+from lab import chapters
+from lab.pipeline import boot, experiment, kconfig, publish
 
 CH = chapters.get("workqueue")
 
@@ -30,11 +31,11 @@ def test_only_timed_variants_carry_a_cited_id() -> None:
     exp = experiment.load(CH)
     cited = exp.cited()
     for variant in exp.variants:
-        got = collect.cited_id(cited, "batch", "cache.items_per_sec", variant)
+        got = publish.cited_id(cited, "batch", "cache.items_per_sec", variant)
         want = {"baseline": "workqueue-tput-cache-baseline",
                 "patched": "workqueue-tput-cache-patched"}.get(variant, "")
         assert got == want
-    assert collect.cited_id(cited, "batch", "cache.enq_p99_ns", "baseline") == ""
+    assert publish.cited_id(cited, "batch", "cache.enq_p99_ns", "baseline") == ""
 
 
 def test_tidy_rows_take_a_per_variant_cited_id() -> None:
@@ -42,9 +43,9 @@ def test_tidy_rows_take_a_per_variant_cited_id() -> None:
                 "rows": {"batch": [["cpu.items_per_sec", 1.0]]}}
                for v in ("baseline", "lockstat-baseline")]
     cited = {("batch", "cpu.items_per_sec"): {"baseline": "workqueue-tput-cpu-baseline"}}
-    rows = collect.tidy_rows("workqueue", records, cited)
+    rows = publish.tidy_rows("workqueue", records, cited)
     assert [r["cited_id"] for r in rows] == ["workqueue-tput-cpu-baseline", ""]
-    plain = collect.tidy_rows("workqueue", records, {("batch", "cpu.items_per_sec"): "c-1"})
+    plain = publish.tidy_rows("workqueue", records, {("batch", "cpu.items_per_sec"): "c-1"})
     assert [r["cited_id"] for r in plain] == ["c-1", "c-1"]
 
 
@@ -55,10 +56,10 @@ def test_job_dir_carries_the_variants_modules(tmp_path: Path) -> None:
     ko = tmp_path / "modules" / "lib" / "modules" / "7.2.13" / "kernel" / "lib"
     ko.mkdir(parents=True)
     (ko / "test_workqueue.ko").write_bytes(b"\x7fELF")
-    pipeline._job_dir(tmp_path / "job", exp, bin_dir, tmp_path / "modules")
+    boot.job_dir(tmp_path / "job", exp, bin_dir, tmp_path / "modules")
     assert (tmp_path / "job" / "modules" / "lib" / "modules" / "7.2.13" / "kernel" / "lib"
             / "test_workqueue.ko").read_bytes() == b"\x7fELF"
     assert sorted(p.name for p in (tmp_path / "job" / "workloads").iterdir()) == [
         "batch.sh", "topology.sh", "wait.sh"]
-    pipeline._job_dir(tmp_path / "job2", exp, bin_dir, tmp_path / "absent")
+    boot.job_dir(tmp_path / "job2", exp, bin_dir, tmp_path / "absent")
     assert not (tmp_path / "job2" / "modules").exists()
