@@ -10,9 +10,11 @@ this file and are found through ``KERNEL_BOOK_CHAPTERS``.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,6 +48,24 @@ def make_reproduce(runs: Path, *args: str, env: dict[str, str] | None = None,
     return subprocess.run(["make", "--no-print-directory", "reproduce", *args], cwd=ROOT,
                           env=reproduce_env(runs, env), text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, timeout=timeout, check=False)
+
+
+def planned_rules(runs: Path, **config: str) -> set[str]:
+    """The rules a ``make reproduce`` with ``config`` (chapters=, reps=, accel=, variants=)
+    would run now: Snakemake's dry run on the pipeline's own work directory, read from the
+    reasons it gives for each rule it would run."""
+    from lab.pipeline import cachedir, reproduce
+    a = argparse.Namespace(**{"chapters": "", "variants": "", "reps": "", "accel": "",
+                              "python": sys.executable, **config})
+    proc = subprocess.run(reproduce.snakemake(a, cachedir.sub("work"), "--dry-run"), cwd=ROOT,
+                          env=reproduce_env(runs), text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    if "Nothing to be done" in proc.stdout:
+        return set()
+    reasons = proc.stdout.split("Reasons:", 1)[1].split("This was a dry-run", 1)[0]
+    return {rule.strip() for line in reasons.splitlines() if line.startswith(" " * 8)
+            for rule in line.split(",")} - {""}
 
 
 @pytest.fixture

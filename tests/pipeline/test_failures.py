@@ -1,8 +1,11 @@
-"""Every failure the pipeline promises to name, triggered for real through `make reproduce`.
+"""Every failure the pipeline promises to name, triggered through `make reproduce`.
 
 Each test checks the message (what failed, where, what to do) and that data/ is unchanged:
 a failed run must never leave a partial result behind. The failure chapters are in
-``chapters/`` beside this file.
+``chapters/`` beside this file. A guest that panics, hangs or ends early is a QEMU on the
+PATH that replays a real captured console (``fixtures/``) or never finishes: how the boot
+stage reads a console is proved on those consoles in test_vm.py, and these tests prove that
+the failure reaches the reader of `make reproduce`, without booting a kernel for it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from lab import ROOT
 from lab.pipeline import cachedir, experiment
 
-from .conftest import TEST_CHAPTERS, make_reproduce, reproduce_env
+from .conftest import FIXTURES, TEST_CHAPTERS, make_reproduce, reproduce_env
 
 
 def test_series_conflict_names_patch_file_hunk_and_command(runs_tmp, data_unchanged) -> None:
@@ -93,24 +96,37 @@ def test_a_broken_chapter_fails_before_any_stage(tmp_path: Path, runs_tmp,
     data_unchanged()
 
 
-def test_guest_panic_is_detected(runs_tmp, data_unchanged) -> None:
-    proc = make_reproduce(runs_tmp, "CHAPTER=smoketest-crash")
+def _fake_qemu(tmp_path: Path, body: str) -> dict[str, str]:
+    """An environment whose qemu-system-x86_64 is a shell script running ``body`` (with
+    ACCEL=tcg no probe runs, so only the boots see it)."""
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    script = fake / "qemu-system-x86_64"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+    return {"PATH": f"{fake}:{os.environ['PATH']}"}
+
+
+def test_guest_panic_is_detected(tmp_path: Path, runs_tmp, data_unchanged) -> None:
+    proc = make_reproduce(runs_tmp, "CHAPTER=smoketest", "ACCEL=tcg", "REPS=1",
+                          env=_fake_qemu(tmp_path, f"cat {FIXTURES / 'console-panic.log'}"))
     assert proc.returncode != 0
-    assert ("smoketest-crash/baseline/rep1: guest kernel panic: "
-            in proc.stdout), proc.stdout[-3000:]
+    assert "smoketest/baseline/rep1: guest kernel panic: " in proc.stdout, proc.stdout[-3000:]
     assert "Kernel panic - not syncing: sysrq triggered crash" in proc.stdout
     data_unchanged()
 
 
-def test_guest_hang_hits_the_boot_timeout(runs_tmp, data_unchanged) -> None:
-    proc = make_reproduce(runs_tmp, "CHAPTER=smoketest-hang")
+def test_guest_hang_hits_the_boot_timeout(tmp_path: Path, runs_tmp, data_unchanged) -> None:
+    proc = make_reproduce(runs_tmp, "CHAPTER=smoketest-hang",
+                          env=_fake_qemu(tmp_path, "echo booting; exec sleep 600"))
     assert proc.returncode != 0
     assert "guest hang: no KB-DONE marker within 20 s" in proc.stdout, proc.stdout[-3000:]
     data_unchanged()
 
 
-def test_truncated_guest_output_is_refused(runs_tmp, data_unchanged) -> None:
-    proc = make_reproduce(runs_tmp, "CHAPTER=smoketest-truncate")
+def test_truncated_guest_output_is_refused(tmp_path: Path, runs_tmp, data_unchanged) -> None:
+    proc = make_reproduce(runs_tmp, "CHAPTER=smoketest", "ACCEL=tcg", "REPS=1",
+                          env=_fake_qemu(tmp_path, f"cat {FIXTURES / 'console-reset.log'}"))
     assert proc.returncode != 0
     assert "guest ended before it finished (no KB-DONE marker): its output is truncated" \
         in proc.stdout, proc.stdout[-3000:]

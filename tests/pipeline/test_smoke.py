@@ -13,7 +13,7 @@ import json
 
 from lab.pipeline import publish
 
-from .conftest import make_reproduce
+from .conftest import make_reproduce, planned_rules
 
 
 def test_smoke_chapter_end_to_end(runs_tmp, data_unchanged) -> None:
@@ -81,4 +81,10 @@ def test_smoke_chapter_end_to_end(runs_tmp, data_unchanged) -> None:
     # under -icount shift=0 the guest's clock and TSC both count instructions
     tsc, ns = value[("patched-icount", "tsc_total")], value[("patched-icount", "ns_total")]
     assert abs(tsc - ns) / ns < 0.01
+    # the DAG is keyed on what each stage reads: asking for a second repetition of the same
+    # experiment plans boots, parses, comparisons and a publish, and no kernel stage
+    planned = planned_rules(runs_tmp, chapters="smoke", reps="2", accel="tcg")
+    assert {"boot", "parse", "publish"} <= planned, planned
+    assert not planned & {"root", "source", "series", "config", "build", "inspect", "tools",
+                          "layer"}, planned
     data_unchanged()

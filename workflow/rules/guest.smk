@@ -34,7 +34,7 @@ rule tools:
     output:
         "tools/{chapter}/{variant}/tools.json",
     params:
-        common=common,
+        args=kernel_args,
         tools=lambda wc: exp_of(wc).raw.get("tools") or {},
     log:
         "logs/{chapter}/tools-{variant}.log",
@@ -43,7 +43,7 @@ rule tools:
     resources:
         machine=1,
     shell:
-        "{LAB} tools {params.common} --root {input.root} --base {input.base} "
+        "{LAB} tools {params.args} --root {input.root} --base {input.base} "
         "--series {input.series} --build {input.build} --variant {wildcards.variant} "
         "--out {output} --log {log}"
 
@@ -63,13 +63,13 @@ rule layer:
     output:
         "layer/{chapter}.json",
     params:
-        common=common,
+        args=kernel_args,
     log:
         "logs/{chapter}/layer.log",
     benchmark:
         "benchmarks/{chapter}/layer.tsv"
     shell:
-        "{LAB} layer {params.common} --root {input.root} --out {output} --log {log}"
+        "{LAB} layer {params.args} --root {input.root} --out {output} --log {log}"
 
 
 rule accel:
@@ -81,11 +81,11 @@ rule accel:
     output:
         temp("accel/{chapter}/{key}.json"),
     params:
-        common=common,
+        args=boot_args,
     resources:
         machine=1,
     shell:
-        "{LAB} accel {params.common} --root {input.root} --build {input.build} --out {output}"
+        "{LAB} accel {params.args} --root {input.root} --build {input.build} --out {output}"
 
 
 def boot_before(wc):
@@ -112,7 +112,7 @@ rule boot:
     output:
         temp(directory("boot/{chapter}/{key}/{variant}/rep{rep}")),
     params:
-        common=common,
+        args=boot_args,
         variant=lambda wc: repr(exp_of(wc).variants[wc.variant]),
         workloads=lambda wc: repr([(w["name"], w["script"]) for w in exp_of(wc).workloads]),
         timeouts=lambda wc: (exp_of(wc).boot_timeout, exp_of(wc).workload_timeout),
@@ -122,7 +122,7 @@ rule boot:
     resources:
         machine=1,
     shell:
-        "{LAB} boot {params.common} --layer {input.layer} --build {input.build} "
+        "{LAB} boot {params.args} --layer {input.layer} --build {input.build} "
         "--tools {input.tools} --accel-json {input.accel} --variant {wildcards.variant} "
         "--rep {wildcards.rep} --out {output}"
 
@@ -134,10 +134,10 @@ rule parse:
     output:
         temp("parsed/{chapter}/{key}/{variant}/rep{rep}.json"),
     params:
-        common=common,
+        args=boot_args,
         parsers=lambda wc: [w.get("parser", "keyvalue") for w in exp_of(wc).workloads],
     shell:
-        "{LAB} parse {params.common} --boot {input.boot} --out {output}"
+        "{LAB} parse {params.args} --boot {input.boot} --out {output}"
 
 
 def compare_inputs(wc):
@@ -158,11 +158,11 @@ rule compare:
     output:
         temp(directory("compare/{chapter}/{key}/{variant}/rep{rep}/{workload}")),
     params:
-        common=common,
+        args=boot_args,
     resources:
         machine=1,
     shell:
-        "{LAB} compare {params.common} --root {input.root} --baseline-boot {input.a} "
+        "{LAB} compare {params.args} --root {input.root} --baseline-boot {input.a} "
         "--patched-boot {input.b} --baseline-build {input.a_build} "
         "--patched-build {input.b_build} --workload {wildcards.workload} "
         "--variant {wildcards.variant} --rep {wildcards.rep} --out {output}"
@@ -175,6 +175,6 @@ rule parse_compare:
     output:
         temp("parsed/{chapter}/{key}/{variant}/rep{rep}/{workload}.json"),
     params:
-        common=common,
+        args=boot_args,
     shell:
-        "{LAB} parse {params.common} --boot {input.compared} --out {output}"
+        "{LAB} parse {params.args} --boot {input.compared} --out {output}"

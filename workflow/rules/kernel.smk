@@ -66,12 +66,12 @@ rule series:
     output:
         "series/{chapter}/{tree}.json",
     params:
-        common=common,
+        args=kernel_args,
         sha=lambda wc: SERIES[wc.chapter].sha256,
     resources:
         machine=1,
     shell:
-        "{LAB} series {params.common} --base {input.base} --tree {wildcards.tree} "
+        "{LAB} series {params.args} --base {input.base} --tree {wildcards.tree} "
         "--out {output}"
 
 
@@ -84,7 +84,7 @@ rule config:
     output:
         "config/{chapter}/{variant}.config",
     params:
-        common=common,
+        args=kernel_args,
         start=lambda wc: exp_of(wc).kconfig_start,
         fragments=lambda wc: list(exp_of(wc).all_variants[wc.variant].fragments),
         compiler=lambda wc: exp_of(wc).all_variants[wc.variant].compiler,
@@ -93,7 +93,7 @@ rule config:
     resources:
         machine=1,
     shell:
-        "{LAB} config {params.common} --base {input.base} --root {input.root} "
+        "{LAB} config {params.args} --base {input.base} --root {input.root} "
         "--series {input.series} --variant {wildcards.variant} --out {output} --log {log}"
 
 
@@ -110,7 +110,7 @@ rule build:
         # the stamp only: a variant whose build the experiment expects to fail has no image
         stamp="build/{chapter}/{variant}/build.json",
     params:
-        common=common,
+        args=kernel_args,
         compiler=lambda wc: exp_of(wc).all_variants[wc.variant].compiler,
     log:
         "logs/{chapter}/build-{variant}.log",
@@ -120,7 +120,7 @@ rule build:
     resources:
         machine=1,
     shell:
-        "{LAB} build {params.common} --base {input.base} --root {input.root} "
+        "{LAB} build {params.args} --base {input.base} --root {input.root} "
         "--series {input.series} --config {input.config} --variant {wildcards.variant} "
         "--out {output.stamp} --log {log}"
 
@@ -133,10 +133,10 @@ rule inspect:
     output:
         "inspect/{chapter}/{variant}.json",
     params:
-        common=common,
+        args=kernel_args,
         inspect=lambda wc: repr(exp_of(wc).raw.get("inspect") or {}),
     resources:
         machine=1,
     shell:
-        "{LAB} inspect {params.common} --root {input.root} --build {input.build} "
+        "{LAB} inspect {params.args} --root {input.root} --build {input.build} "
         "--variant {wildcards.variant} --out {output}"

@@ -32,9 +32,9 @@ rule publish:
     output:
         temp("published/{chapter}/{key}.json"),
     params:
-        common=common,
+        args=common,
     shell:
-        "{LAB} publish {params.common} --root {input.root} --layer {input.layer} --base {input.base} "
+        "{LAB} publish {params.args} --root {input.root} --layer {input.layer} --base {input.base} "
         "--series {input.series} --builds {input.builds} --build-times {input.build_times} "
         "--tools {input.tools} --inspected {input.inspected} --parsed {input.parsed} "
         "--compared {input.compared} --out {output}"
