@@ -25,6 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+import yaml
+
 from lab import DATA, ROOT
 from lab.command import StageError
 from lab.pipeline import source, vm
@@ -166,6 +169,23 @@ def write_run(tmp: Path, files: dict[str, bytes], manifest: dict[str, Any]) -> N
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
+MANIFEST_SCHEMA = ROOT / "workflow" / "schemas" / "manifest.schema.yaml"
+
+
+def check_manifest(manifest: dict[str, Any], where: Path) -> None:
+    """Refuse a manifest that :data:`MANIFEST_SCHEMA` does not describe, naming each key."""
+    schema = yaml.safe_load(MANIFEST_SCHEMA.read_text())
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(manifest),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"  {'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
+                 for e in errors[:10]]
+        raise StageError(f"{where}: does not match {MANIFEST_SCHEMA.relative_to(ROOT)}:\n"
+                         + "\n".join(lines) + "\nFix: a manifest the pipeline writes must match "
+                         "the schema: add a new key to it with what it means, or write the "
+                         "key it requires")
+
+
 def assemble(tmp: Path, chapter: str, records: list[dict[str, Any]], configs: dict[str, Path],
              manifest: dict[str, Any],
              cited: dict[tuple[str, str], str | dict[str, str]] | None = None,
@@ -186,6 +206,7 @@ def assemble(tmp: Path, chapter: str, records: list[dict[str, Any]], configs: di
         files["book.diff.gz"] = gzip_bytes(diff)
     files["results.csv"] = results_csv(chapter, records, cited)
     write_run(tmp, files, manifest)
+    check_manifest(json.loads((tmp / "manifest.json").read_text()), tmp / "manifest.json")
 
 
 def publish(chapter: str, run_id: str, fill: Callable[[Path], None],
@@ -216,8 +237,10 @@ def publish(chapter: str, run_id: str, fill: Callable[[Path], None],
 
 
 def verify_run(run_dir: Path) -> None:
-    """Check every file of a published run against its manifest (tests and readers use it)."""
+    """Check a published run's manifest against its schema and every file against the
+    manifest (tests and readers use it)."""
     manifest = json.loads((run_dir / "manifest.json").read_text())
+    check_manifest(manifest, run_dir / "manifest.json")
     listed = set(manifest["files"])
     present = {str(p.relative_to(run_dir)) for p in run_dir.rglob("*")
                if p.is_file() and p.name != "manifest.json"}

@@ -15,6 +15,17 @@ from lab.pipeline import publish
 
 from .conftest import FIXTURES
 
+SMOKE = sorted(p for p in (publish.RUNS / "smoke").iterdir() if (p / "manifest.json").is_file())
+COMMITTED = sorted(publish.RUNS.glob("*/*/manifest.json"))
+
+
+def _manifest() -> dict:
+    """A manifest as the pipeline writes one (the newest committed smoke run's), without its
+    file list, which publishing writes."""
+    manifest = json.loads((SMOKE[-1] / "manifest.json").read_text())
+    del manifest["files"]
+    return {**manifest, "chapter": "smoketest"}
+
 
 def _records(tmp_path: Path) -> list[dict]:
     rep = tmp_path / "rep1"
@@ -29,7 +40,7 @@ def _fill(tmp_path: Path):
     cfg = tmp_path / "cfg"
     cfg.write_text("CONFIG_A=y\n")
     return lambda d: publish.assemble(d, "smoketest", _records(tmp_path), {"patched": cfg},
-                                      {"chapter": "smoketest"})
+                                      _manifest())
 
 
 def test_published_run_is_complete_and_verifies(tmp_path, monkeypatch) -> None:
@@ -93,3 +104,25 @@ def test_run_id_sorts_by_time_and_names_the_accelerator() -> None:
 def test_cited_ids_are_attached_to_their_metric(tmp_path) -> None:
     rows = publish.tidy_rows("smoketest", _records(tmp_path), {("getpid", "ns_total"): "c-1"})
     assert [(r["metric"], r["cited_id"]) for r in rows] == [("marker", ""), ("ns_total", "c-1")]
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_every_committed_manifest_matches_the_schema(path: Path) -> None:
+    publish.check_manifest(json.loads(path.read_text()), path)
+
+
+def test_a_manifest_the_schema_does_not_describe_is_never_published(tmp_path,
+                                                                     monkeypatch) -> None:
+    monkeypatch.setenv("KERNEL_BOOK_RUNS", str(tmp_path / "runs"))
+    cfg = tmp_path / "cfg"
+    cfg.write_text("CONFIG_A=y\n")
+    unknown = {**_manifest(), "colour": "blue"}
+    missing = {k: v for k, v in _manifest().items() if k != "base"}
+    records = _records(tmp_path)
+    for manifest, said in ((unknown, r"\(top\): Additional properties .*'colour'"),
+                           (missing, r"\(top\): 'base' is a required property")):
+        with pytest.raises(StageError, match=r"manifest\.json: does not match "
+                           r"workflow/schemas/manifest\.schema\.yaml:\n  " + said):
+            publish.publish("smoketest", "r4", lambda d, m=manifest: publish.assemble(
+                d, "smoketest", records, {"patched": cfg}, m))
+    assert list((tmp_path / "runs" / "smoketest").iterdir()) == []
