@@ -31,6 +31,7 @@ mechanism row: on two vCPUs its trace event almost never fires.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 import pandas as pd
 from scipy import stats as scipy_stats
@@ -70,14 +71,19 @@ NOT_SAMPLED = {
         "function in the author's profile (cycles by NMI, by our reading) is not in ours; "
         "ours rose over this step, out of a dip in k1 that nothing in this chapter explains"),
     ("perf-diff-nop-5of8", "queued_spin_lock_slowpath"): (
-        "5/8's own effect is on the hash map's wait-queue lock, taken with interrupts off "
-        "(spin_lock_irq(), 7.2.13's io-wq.c:670-673), whose spinning a cpu-clock sample never "
-        "shows as the slowpath, and which the guest hardly contends (lock_stat's "
-        "contentions of hash->wait against acct->lock's, in the chapter); what this row "
-        "measures is 5/8's indirect effect on acct->lock, by our reading a rise (the "
-        "contention row of that step)"),
+        "5/8's own effect, by our reading of its message (overhead for the hash->wait code), "
+        "is spinning on the hash map's wait-queue lock, taken with interrupts off "
+        "(spin_lock_irq(), 7.2.13's io-wq.c:670-673), which a cpu-clock sample never shows "
+        "as the slowpath, and which the guest hardly contends (lock_stat's contentions of "
+        "hash->wait against acct->lock's, in the chapter); what this row measures are 5/8's "
+        "indirect effects, by our reading mostly on acct->lock (the contention row of that "
+        "step)"),
 }
 """Cited rows whose change our sampling event cannot see, and why (listing, symbol)."""
+PART_UNSEEN = {("perf-diff-nop", sym): ("perf-diff-nop-5of8", sym)
+               for listing, sym in NOT_SAMPLED if listing == "perf-diff-nop-5of8"}
+"""All-four rows whose cited change includes a part, 5/8's, that our sampling cannot see: the
+reason says how much it is and whether the verdict stands without it."""
 NO_SYMBOL = {
     "put_prev_entity": "our kernels have no put_prev_entity symbol (nm of each timed kernel's "
                        "vmlinux): gcc inlined the static function into its callers",
@@ -284,7 +290,7 @@ def diff_table(cited: pd.DataFrame, chosen: Chosen, listing: str) -> pd.DataFram
                 "cited relative %": (cited_relative(entries).value
                                      if {"baseline", "delta"} <= set(by_column) else float("nan")),
                 "baseline %": got[base_kernel].mean(), "patched %": got[patch_kernel].mean(),
-                "perf diff delta": deltas.mean(),
+                "perf diff delta": deltas.mean(), "perf diff pairs": len(deltas),
                 "perf diff low": mean[1] if mean else float("nan"),
                 "perf diff high": mean[2] if mean else float("nan"),
                 "relative %": rel.percent if rel else float("nan"),
@@ -313,6 +319,7 @@ def top_symbols(chosen: Chosen, recording: str, baseline: str, patched: str,
         rows.append({"symbol": sym,
                      "baseline %": shares(chosen, recording, sym, (baseline,))[baseline].mean(),
                      "delta": means[sym].mean(), "low": low, "high": high,
+                     "pairs": len(means[sym]),
                      "ranks": f"{ranks.min():.0f} to {ranks.max():.0f}"})
     return pd.DataFrame(rows)
 
@@ -499,9 +506,28 @@ def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
                                       cannot_show=cannot_show)),
             flagged=(runs.clock_flags(chosen[base_kernel], base_kernel),
                      runs.clock_flags(chosen[patch_kernel], patch_kernel)))
+        if (str(entry["table"]), symbol) in PART_UNSEEN:
+            verdict = replace(verdict, reason=f"{verdict.reason}; "
+                              + part_unseen(cited, listing, symbol, verdict.change))
         rows.append(_row(entry, f"{said}; relative to the share "
                          f"{verdict.change.describe()}", verdict, run_id, manifest))
     return rows
+
+
+def part_unseen(cited: pd.DataFrame, listing: pd.DataFrame, symbol: str,
+                change: stats.Change) -> str:
+    """What an all-four row's reason adds when part of the cited change is 5/8's, which our
+    sampling cannot see: that part (its own listing's delta), the author's change without it
+    relative to the same baseline share, and whether our interval still excludes it."""
+    own, sym = PART_UNSEEN[(str(listing["table"].iloc[0]), symbol)]
+    part = cited[(cited["table"] == own) & (cited["column"] == "delta")
+                 & cited["row"].str.endswith(f"[k] {sym}")]["mid"].iloc[0]
+    by_column = listing.set_index("column")["mid"]
+    rest = 100 * (by_column["delta"] - part) / by_column["baseline"]
+    outside = not change.low <= rest <= change.high
+    return (f"the cited change includes 5/8's part ({part:+.2f} points in its own listing), "
+            "which cpu-clock cannot sample here; without it the author's change is "
+            f"{rest:+.1f} %, {'still outside' if outside else 'inside'} our interval")
 
 
 def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:

@@ -273,11 +273,10 @@ def paired_change(baseline: Sequence[float], patched: Sequence[float], *,
     degrees of freedom): in percent, the geometric mean of the pairs' ratios less one (log
     values, as :func:`percent_change`); in another ``unit``, the mean of their differences.
 
-    For a design that boots every kernel once per repetition, in turn, so that what a
-    repetition shares (the host's state at that time) is common to its boots: pairing removes
-    that from the comparison, where independent samples (:func:`percent_change`) count it as
-    spread. Which one a chapter uses is the chapter's design decision, stated in its reasons
-    ("5 pairs")."""
+    Pairing removes what a repetition's boots share (the host's state at that time), which
+    independent samples (:func:`percent_change`) count as spread. The book's verdicts use
+    independent samples; a chapter whose own tool pairs its boots (perf diff) may show this
+    beside a verdict, never deciding it (book/method.md), printed with "5 pairs"."""
     base = _values("baseline", baseline, positive=unit == "%")
     patch = _values("patched", patched, positive=unit == "%")
     if len(base) != len(patch):
