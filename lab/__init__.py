@@ -1,7 +1,15 @@
-"""The book's Python side: pipeline stages, data loaders and the Sphinx glue.
+"""The book's Python side, in packages by role.
 
-Data flows one way: pinned source -> series -> config -> build -> boot/run -> parse ->
-data/ -> notebooks -> figures and glued numbers -> pages.
+* :mod:`lab.pipeline`: one module per stage, from the toolchain root to the published run;
+* :mod:`lab.parse`: the parsers of guest output that chapters share;
+* :mod:`lab.analysis`: what notebooks compute from the committed runs (cited numbers, runs,
+  statistics, verdicts, the scorecard);
+* :mod:`lab.book`: the Sphinx extension, the notebooks' figures and glue.
+
+At this level only what every role uses: the repository's paths, the chapter schema
+(:mod:`lab.chapters`), running a command (:mod:`lab.command`) and the Makefile's timer. Data
+flows one way: pinned source -> series -> config -> build -> boot/run -> parse -> data/ ->
+notebooks -> figures and glued numbers -> pages; tests/test_layout.py holds the imports to it.
 """
 
 from pathlib import Path
