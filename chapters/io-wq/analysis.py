@@ -17,7 +17,7 @@ profiles' shares. The notebook also shows the slowpath's change paired by repeti
 (:func:`paired`), as perf diff pairs its recordings; it decides no verdict. The cited baseline
 shares are absolute values of the author's 96-core machine. His HTTP and PHP listings are
 judged on our analogues of his server (guest/httpd.c, with Debian's php-cgi for the PHP case).
-``ep_poll_callback`` belongs to 8/8, which no timed kernel has.
+``ep_poll_callback`` belongs to 8/8 and ``io_wq_submit_work`` to 7/8, which no timed kernel has.
 
 Mechanism rows, beside the cited slowpath delta: from the CONFIG_LOCK_STAT builds of k2, k1
 and k0, ``&acct->lock``'s mean hold time, wait and contentions per thousand requests, step by
@@ -67,9 +67,12 @@ NOT_SAMPLED = {
     ("perf-diff-nop-5of8", "io_worker_handle_work"): (
         "in k1 the bucket release 5/8 removes runs inside io_worker_handle_work() with "
         "interrupts off (spin_lock_irq() of hash->wait, 7.2.13's io-wq.c:670-673); a cpu-clock "
-        "sample there is taken at _raw_spin_unlock_irq, so the share 5/8 takes out of this "
-        "function in the author's profile (cycles by NMI, by our reading) is not in ours; "
-        "ours rose over this step, out of a dip in k1 that nothing in this chapter explains"),
+        "sample there is taken at _raw_spin_unlock_irq; what runs after the unlock with "
+        "interrupts on, wq_has_sleeper()'s full barrier and its read of the wait queue "
+        "(io-wq.c:674), is sampled here, but TCG models no cache, so the contended line that "
+        "makes that barrier cost in the author's profile (cycles by NMI, by our reading) does "
+        "not arise; ours rose over this step, out of a dip in k1 that nothing in this chapter "
+        "explains"),
     ("perf-diff-nop-5of8", "queued_spin_lock_slowpath"): (
         "5/8's own effect, by our reading of its message (overhead for the hash->wait code), "
         "is spinning on the hash map's wait-queue lock, taken with interrupts off "
@@ -95,9 +98,12 @@ NOT_IN_KERNELS = {
     "ep_poll_callback": "the row belongs to 8/8, the patch that skips wakeups of an "
                         "epoll-watched ring, which no timed kernel has (our server waits in "
                         "epoll as the author's did, so the wakeups are there to skip)",
-    "io_acct_activate_free_worker": "the symbol is 3/8's rename of "
+        "io_acct_activate_free_worker": "the symbol is 3/8's rename of "
                                     "io_wq_activate_free_worker(); every timed kernel keeps "
                                     "3/8, so the rename is not between them",
+    "io_wq_submit_work": "the row belongs to 7/8, which reads the request's flags once in "
+                         "io_wq_submit_work(); no timed kernel has 7/8, and the function is the "
+                         "same code in all three (the reverts touch io-wq.c alone)",
 }
 """Symbols whose cited delta our kernels cannot show, and why."""
 SERVERS = {"http": "static-file", "php": "PHP"}
@@ -518,12 +524,16 @@ def part_unseen(cited: pd.DataFrame, listing: pd.DataFrame, symbol: str,
                 change: stats.Change) -> str:
     """What an all-four row's reason adds when part of the cited change is 5/8's, which our
     sampling cannot see: that part (its own listing's delta), the author's change without it
-    relative to the same baseline share, and whether our interval still excludes it."""
+    (the two listings' changes composed as ratios of their own baseline shares), and whether
+    our interval still excludes it."""
     own, sym = PART_UNSEEN[(str(listing["table"].iloc[0]), symbol)]
-    part = cited[(cited["table"] == own) & (cited["column"] == "delta")
-                 & cited["row"].str.endswith(f"[k] {sym}")]["mid"].iloc[0]
+    row = cited[(cited["table"] == own) & cited["row"].str.endswith(f"[k] {sym}")]
+    five = row.set_index("column")["mid"]
+    part = five["delta"]
     by_column = listing.set_index("column")["mid"]
-    rest = 100 * (by_column["delta"] - part) / by_column["baseline"]
+    # composed as ratios: each delta is relative to its own listing's baseline share
+    rest = 100 * ((1 + by_column["delta"] / by_column["baseline"])
+                  / (1 + five["delta"] / five["baseline"]) - 1)
     outside = not change.low <= rest <= change.high
     return (f"the cited change includes 5/8's part ({part:+.2f} points in its own listing), "
             "which cpu-clock cannot sample here; without it the author's change is "
