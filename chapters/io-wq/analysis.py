@@ -17,7 +17,8 @@ profiles' shares. The notebook also shows the slowpath's change paired by repeti
 (:func:`paired`), as perf diff pairs its recordings; it decides no verdict. The cited baseline
 shares are absolute values of the author's 96-core machine. His HTTP and PHP listings are
 judged on our analogues of his server (guest/httpd.c, with Debian's php-cgi for the PHP case).
-``ep_poll_callback`` belongs to 8/8 and ``io_wq_submit_work`` to 7/8, which no timed kernel has.
+In the cover's whole-series listings ``ep_poll_callback`` belongs to 8/8 and
+``io_wq_submit_work`` to 7/8, which no timed kernel has.
 
 Mechanism rows, beside the cited slowpath delta: from the CONFIG_LOCK_STAT builds of k2, k1
 and k0, ``&acct->lock``'s mean hold time, wait and contentions per thousand requests, step by
@@ -72,8 +73,9 @@ NOT_SAMPLED = {
         "interrupts on, wq_has_sleeper()'s full barrier and its read of the wait queue "
         "(io-wq.c:674), is sampled here, but its cost is a cache-line transfer, which on this "
         "guest, with at most one other writer, is small beside the emulation's own work, while "
-        "on the author's 96 cores it was what 5/8 saved (cycles by NMI, by our reading); ours "
-        "rose over this step, out of a dip in k1 that nothing in this chapter explains"),
+        "on the author's 96 cores it was part of what 5/8 saved (cycles by NMI, by our "
+        "reading); ours rose over this step, out of a dip in k1 that nothing in this chapter "
+        "explains"),
     ("perf-diff-nop-5of8", "queued_spin_lock_slowpath"): (
         "5/8's own effect, by our reading of its message (overhead for the hash->wait code), "
         "is spinning on the hash map's wait-queue lock, taken with interrupts off "
@@ -115,12 +117,14 @@ IRQ_OFF = {
                   "(7.2.13's kernel/sched/core.c:7133) until finish_task_switch()",
     "ep_poll_callback": "it runs under the wait queue's lock taken with interrupts off "
                         "(__wake_up_common_lock(), 7.2.13's kernel/sched/wait.c:125)",
+    "_raw_spin_lock_irqsave": "its whole acquisition runs with interrupts off, after "
+                              "local_irq_save() (7.2.13's include/linux/spinlock_api_smp.h:130)",
 }
 """Symbols that run almost wholly with interrupts off: a cpu-clock sample is taken where
 interrupts come back on (_raw_spin_unlock_irqrestore, finish_task_switch), so their shares
 hold only their edges, and a change of theirs cannot show in ours."""
 IRQ_OFF_REASON = ("{why}, so under cpu-clock its samples land where interrupts come back on "
-                  "and this share holds only its edges (interrupts off)")
+                  "and this share holds only its edges")
 SERVERS = {"http": "static-file", "php": "PHP"}
 """Our analogues of the author's two server cases: workload -> what it serves."""
 SERVER_REGIME = ("our {what} analogue does the author's work (every send forced onto io-wq, "
