@@ -66,12 +66,6 @@ LISTINGS = {"perf-diff-nop": ("nop", "k2", "k0"), "perf-diff-http-static": ("htt
 patched kernel). 4/8's listings are of 4/8 alone, ours of 4/8 with 1/8; 5/8's of 5/8 alone,
 ours of 5/8 with 6/8."""
 NOT_SAMPLED = {
-    ("perf-diff-nop-4of8", "io_worker_handle_work"): (
-        "for the flood's unhashed NOPs, 4/8 and 1/8 change two loads of work->flags in this "
-        "function and nothing else it runs (objdump of the k2 and k1 images: the same "
-        "instructions otherwise, with the same calls and locked instructions), far below what a "
-        "share moves by here; our dip in k1 is not the patches', and nothing in this chapter "
-        "explains it"),
     ("perf-diff-nop-5of8", "io_worker_handle_work"): (
         "in k1 the bucket release 5/8 removes runs inside io_worker_handle_work() with "
         "interrupts off (spin_lock_irq() of hash->wait, 7.2.13's io-wq.c:670-673); a cpu-clock "
@@ -92,6 +86,17 @@ NOT_SAMPLED = {
         "step)"),
 }
 """Cited rows whose change our sampling event cannot see, and why (listing, symbol)."""
+CODE_NOTES = {
+    ("perf-diff-nop-4of8", "io_worker_handle_work"): (
+        "for the flood's NOPs no instruction that 4/8 or 1/8 changes runs in this function: the "
+        "two reloads of work->flags they remove sit on the hashed and the exiting paths "
+        "(objdump of the k2 and k1 images; the same instructions, calls and locked "
+        "instructions otherwise), so the share moved for another reason, and its dip in k1 has "
+        "the pattern of an effect of the boot order"),
+}
+"""Judged rows whose reason must add what the patch changes in the function's code for our
+load (listing, symbol): a share moves when other code changes, so the row is judged as the
+author's share, and the reason says what it cannot attribute."""
 PART_UNSEEN = {("perf-diff-nop", sym): ("perf-diff-nop-5of8", sym)
                for listing, sym in NOT_SAMPLED if listing == "perf-diff-nop-5of8"}
 """All-four rows whose cited change includes a part, 5/8's, that our sampling cannot see: the
@@ -552,6 +557,9 @@ def cited_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
                                       cannot_show=cannot_show)),
             flagged=(runs.clock_flags(chosen[base_kernel], base_kernel),
                      runs.clock_flags(chosen[patch_kernel], patch_kernel)))
+        if (str(entry["table"]), symbol) in CODE_NOTES:
+            verdict = replace(verdict, reason=f"{verdict.reason}; "
+                              + CODE_NOTES[(str(entry["table"]), symbol)])
         if (str(entry["table"]), symbol) in PART_UNSEEN:
             verdict = replace(verdict, reason=f"{verdict.reason}; "
                               + part_unseen(cited, listing, symbol, verdict.change))
