@@ -40,9 +40,27 @@ Parser = Callable[[str, str], list[tuple[str, float]]]
 
 
 @cache
+def load_schema(path: Path) -> dict[str, Any]:
+    """A JSON Schema of the project's (YAML under ``workflow/schemas/``), read once."""
+    return yaml.safe_load(path.read_text())
+
+
 def schema() -> dict[str, Any]:
     """The chapter schema (``workflow/schemas/chapter.schema.yaml``)."""
-    return yaml.safe_load(SCHEMA_FILE.read_text())
+    return load_schema(SCHEMA_FILE)
+
+
+def check_schema(data: Any, schema_file: Path, where: Path, most: int, fix: str = "") -> None:
+    """Refuse ``data`` that ``schema_file`` does not describe: one line per key at fault (the
+    first ``most``), naming ``where`` and the schema, then ``fix`` when given. One message for
+    a chapter.yaml and a run's manifest alike."""
+    errors = sorted(jsonschema.Draft202012Validator(load_schema(schema_file)).iter_errors(data),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"  {'.'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}"
+                 for e in errors[:most]]
+        raise StageError(f"{where}: does not match {schema_file.relative_to(ROOT)}:\n"
+                         + "\n".join(lines) + (f"\n{fix}" if fix else ""))
 
 
 @dataclass(frozen=True)
@@ -157,13 +175,7 @@ def _read(directory: Path) -> Chapter:
         raise StageError(f"{file}: not valid YAML: {exc}") from None
     if not isinstance(meta, dict):
         raise StageError(f"{file}: must be a mapping (title:, variants:, ...)")
-    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(meta),
-                    key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = [f"  {'.'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}"
-                 for e in errors[:8]]
-        raise StageError(f"{file}: does not match {SCHEMA_FILE.relative_to(ROOT)}:\n"
-                         + "\n".join(lines))
+    check_schema(meta, SCHEMA_FILE, file, 8)
     chapter = Chapter(directory.name, directory, meta)
     check_references(chapter)
     return chapter

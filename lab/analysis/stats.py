@@ -285,17 +285,12 @@ def paired_change(baseline: Sequence[float], patched: Sequence[float], *,
                          "and drop the unpaired ones")
     if len(base) < 2:
         raise NotEnoughRepetitions("a paired change needs at least two pairs")
+    # the paired t-interval is the one-sample interval of the pairs' differences
     diffs = np.log(patch) - np.log(base) if unit == "%" else patch - base
-    mean = float(diffs.mean())
-    if np.ptp(diffs) == 0:
-        low = high = mean
-        se, df = 0.0, float("inf")
-    else:
-        ci = scipy_stats.ttest_rel(patch if unit != "%" else np.log(patch),
-                                   base if unit != "%" else np.log(base)
-                                   ).confidence_interval(confidence)
-        low, high = float(ci.low), float(ci.high)
-        se, df = float(diffs.std(ddof=1) / np.sqrt(len(diffs))), float(len(diffs) - 1)
+    mean, low, high = mean_interval(diffs, confidence)
+    spread = np.ptp(diffs) > 0
+    se = float(diffs.std(ddof=1) / np.sqrt(len(diffs))) if spread else 0.0
+    df = float(len(diffs) - 1) if spread else float("inf")
     if unit == "%":
         mean, low, high = (100 * float(np.expm1(x)) for x in (mean, low, high))
     return Change(percent=mean, low=low, high=high, n_baseline=len(base),

@@ -25,10 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import yaml
-
-from lab import DATA, ROOT
+from lab import DATA, ROOT, chapters
 from lab.command import StageError
 from lab.pipeline import source, vm
 from lab.pipeline.stamps import (
@@ -174,16 +171,9 @@ MANIFEST_SCHEMA = ROOT / "workflow" / "schemas" / "manifest.schema.yaml"
 
 def check_manifest(manifest: dict[str, Any], where: Path) -> None:
     """Refuse a manifest that :data:`MANIFEST_SCHEMA` does not describe, naming each key."""
-    schema = yaml.safe_load(MANIFEST_SCHEMA.read_text())
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(manifest),
-                    key=lambda e: list(e.absolute_path))
-    if errors:
-        lines = [f"  {'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
-                 for e in errors[:10]]
-        raise StageError(f"{where}: does not match {MANIFEST_SCHEMA.relative_to(ROOT)}:\n"
-                         + "\n".join(lines) + "\nFix: a manifest the pipeline writes must match "
-                         "the schema: add a new key to it with what it means, or write the "
-                         "key it requires")
+    chapters.check_schema(manifest, MANIFEST_SCHEMA, where, 10,
+                          "Fix: a manifest the pipeline writes must match the schema: add a "
+                          "new key to it with what it means, or write the key it requires")
 
 
 def assemble(tmp: Path, chapter: str, records: list[dict[str, Any]], configs: dict[str, Path],
