@@ -33,6 +33,7 @@ import re
 
 from lab.command import StageError
 from lab.parse import keyvalue, lock_stat, perf
+from lab.parse import sections as lab_sections
 
 KEYS = {
     "nop": ("control", "async", "report nop.data", "lock", "contention"),
@@ -53,41 +54,16 @@ DIFFED = ({"nop", "http"}, {"nop", "http", "php"})
 
 def sections(text: str, source: str, names: tuple[str, ...]) -> tuple[dict[str, str],
                                                                        dict[str, list[str]]]:
-    """The head's ``key=value`` lines and each section's lines; checks the markers."""
-    lines = keyvalue.complete(text, source)
-    head: list[str] = []
-    found: dict[str, list[str]] = {}
-    current: str | None = None
-    for number, line in enumerate(lines, 1):
-        if line.startswith("== end "):
-            if current is None or line[len("== end "):].strip() != current:
-                raise StageError(f"{source}:{number}: {line!r} closes a section that is not "
-                                 f"open (open: {current!r})")
-            current = None
-        elif line.startswith("== "):
-            if current is not None:
-                raise StageError(f"{source}:{number}: section {current!r} is not closed "
-                                 f"before {line!r}: the output is cut or interleaved")
-            current = line[3:].strip()
-            if current in found:
-                raise StageError(f"{source}:{number}: section {current!r} appears twice")
-            found[current] = []
-        elif current is not None:
-            found[current].append(line)
-        elif line.strip():
-            head.append(line)
-    if current is not None:
-        raise StageError(f"{source}: section {current!r} is not closed before end=ok")
-    pairs = keyvalue.fields("\n".join(head))
+    """The head's ``key=value`` lines and each section's lines (:mod:`lab.parse.sections`);
+    a workload that ran must have every one of ``names``."""
+    split = lab_sections.split(text, source)
+    pairs = keyvalue.fields("\n".join(split.head))
     if pairs.get("ran") not in ("0", "1") or "role" not in pairs:
         raise StageError(f"{source}: no role= and ran= lines before the sections (have "
-                         f"{head[:3]})")
+                         f"{split.head[:3]})")
     if pairs["ran"] == "1":
-        missing = [s for s in names if s not in found]
-        if missing:
-            raise StageError(f"{source}: sections {missing} missing (have {sorted(found)}); "
-                             "was the guest script changed?")
-    return pairs, found
+        split.require(names, source)
+    return pairs, split.body
 
 
 def numbers(lines: list[str], prefix: str, source: str) -> list[tuple[str, float]]:

@@ -48,9 +48,8 @@ from collections import Counter
 
 from lab.command import StageError
 from lab.parse import keyvalue
+from lab.parse import sections as lab_sections
 
-_SECTION = re.compile(r"^== (?!end )(\S+)\s*$")
-_END = re.compile(r"^== end (\S+)\s*$")
 _LOAD = re.compile(r"^load=(\d+) size=(\d+) iterations=(\d+) cpu=(\d+) alloc_cycles=(\d+) "
                    r"free_cycles=(\d+) failed=(\d+)\s*$")
 _DISCARDED = re.compile(r"^load=(\d+) discarded=(\S+)")
@@ -87,29 +86,9 @@ _EVENT_METRIC = {
 
 
 def _sections(text: str, source: str) -> tuple[list[str], dict[str, list[str]]]:
-    """The lines outside any section, and each section's lines; checks end=ok and error=."""
-    lines = keyvalue.complete(text, source)
-    top: list[str] = []
-    found: dict[str, list[str]] = {}
-    current: str | None = None
-    for line in lines:
-        if m := _SECTION.match(line):
-            if m[1] in found:
-                raise StageError(f"{source}: section {m[1]!r} appears twice; the output mixes "
-                                 "two runs")
-            current = m[1]
-            found[current] = []
-        elif m := _END.match(line):
-            if m[1] != current:
-                raise StageError(f"{source}: '== end {m[1]}' closes {current!r}")
-            current = None
-        elif current is None:
-            top.append(line)
-        else:
-            found[current].append(line)
-    if current is not None:
-        raise StageError(f"{source}: section {current!r} is not closed")
-    return top, found
+    """The lines outside any section, and each section's lines (:mod:`lab.parse.sections`)."""
+    split = lab_sections.split(text, source)
+    return split.head, split.body
 
 
 def _role(text: str, source: str, want: str, *sections: str) -> tuple[

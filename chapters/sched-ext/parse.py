@@ -50,9 +50,8 @@ from typing import Any
 import yaml
 
 from lab.command import StageError
-from lab.parse import keyvalue
+from lab.parse import sections as lab_sections
 
-SECTION = re.compile(r"^== (\S+(?: \S+)?)\s*$")
 COUNTERS = ("tasks", "inserts", "immed_inserts", "residences", "unmatched", "unmatched_late",
             "over_128us", "over_256us", "ran_on_owner", "ran_elsewhere", "handler_unattributed")
 """Plain counters of residence.bt, 0 when bpftrace printed nothing for them."""
@@ -87,29 +86,13 @@ QMAP_REQUIRED = ("environment", "fork_storms", "events.before", "events.after", 
 
 def sections(text: str, source: str, required: tuple[str, ...] = REQUIRED
              ) -> dict[str, list[str]]:
-    """Split the output into its sections; check the end marker, for an error line and that
-    every ``required`` section is there."""
-    lines = keyvalue.complete(text, source)
-    found: dict[str, list[str]] = {}
-    current = None
-    for line in lines:
-        if m := SECTION.match(line):
-            current = m[1]
-            if current in found:
-                raise StageError(f"{source}: section {current!r} appears twice; the output "
-                                 "mixes two runs")
-            found[current] = []
-        elif current is not None:
-            found[current].append(line)
-        elif line.strip():
-            raise StageError(f"{source}: text before the first section: {line!r}")
-    missing = [s for s in required if s not in found]
-    if missing:
-        raise StageError(f"{source}: sections {missing} missing (have {sorted(found)}); was "
-                         "the guest script changed?")
-    if not any(s.startswith("stress-ng ") for s in found):
+    """Split the output into its sections (:mod:`lab.parse.sections`, the open layout); check
+    that every ``required`` section and a stress-ng section are there."""
+    split = lab_sections.split(text, source, closed=False)
+    split.require(required, source)
+    if not any(s.startswith("stress-ng ") for s in split.body):
         raise StageError(f"{source}: no stress-ng section: the load did not run")
-    return found
+    return split.body
 
 
 def _keyvalue(lines: list[str], source: str, what: str) -> dict[str, str]:

@@ -13,7 +13,18 @@ from pathlib import Path
 from lab import ROOT
 from lab.command import StageError, require_tools
 from lab.pipeline import cachedir, experiment, source, toolchain, vm
-from lab.pipeline.stamps import in_repo, load_experiment, read_json, stage, write_json
+from lab.pipeline.stamps import (
+    AccelStamp,
+    BootStamp,
+    BuildStamp,
+    CompareStamp,
+    LayerStamp,
+    RootStamp,
+    ToolsStamp,
+    in_repo,
+    load_experiment,
+    stage,
+)
 
 
 def cmd_accel(a: argparse.Namespace) -> None:
@@ -21,18 +32,17 @@ def cmd_accel(a: argparse.Namespace) -> None:
 
     The probe boots the first variant's kernel, so it runs after that build."""
     exp = load_experiment(a)
-    with stage("accel", exp.name, None) as stamp:
+    with stage("accel", exp.name, None):
         require_tools([vm.QEMU])
         chosen = {}
         for req in sorted({v.accel for v in exp.variants.values()}):
             used, why = vm.choose_accel(
                 req, cachedir.sub("probe"), timeout=a.probe_timeout,
-                kernel=Path(read_json(a.build)["artifacts"]) / "bzImage" if a.build else None,
-                root=Path(read_json(a.root)["root"]))
+                kernel=Path(BuildStamp.read(a.build).artifacts) / "bzImage" if a.build else None,
+                root=Path(RootStamp.read(a.root).root))
             chosen[req] = {"used": used, "why": why}
             print(f"           accel {req} -> {used}: {why}", file=sys.stderr)
-        stamp["accel"] = chosen
-    write_json(Path(a.out), stamp)
+    AccelStamp(accel=chosen).write(a.out)
 
 
 def job_dir(job: Path, exp: experiment.Experiment, programs: Path,
@@ -66,10 +76,10 @@ def cmd_boot(a: argparse.Namespace) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "out").mkdir(parents=True)
     console = tmp / "console.log"
-    accel = read_json(a.accel_json)["accel"][v.accel]
-    with stage("boot", label, console) as stamp:
-        artifacts = Path(read_json(a.build)["artifacts"])
-        tools_bin = Path(read_json(a.tools)["bin"])
+    accel = AccelStamp.read(a.accel_json).accel[v.accel]
+    with stage("boot", label, console):
+        artifacts = Path(BuildStamp.read(a.build).artifacts)
+        tools_bin = Path(ToolsStamp.read(a.tools).bin)
         job_dir(tmp / "job", exp, tools_bin, artifacts / "modules")
         initrd = tools_bin / v.initrd if v.initrd else None
         if initrd and not initrd.is_file():
@@ -81,7 +91,7 @@ def cmd_boot(a: argparse.Namespace) -> None:
         with ExitStack() as scratch:
             made = scratch.enter_context(vm.scratch_disk(disk, v.machine.disk)) if disk else {}
             argv = vm.qemu_command(artifacts / "bzImage",
-                                   Path(read_json(a.layer)["root"]), tmp / "job", tmp / "out",
+                                   Path(LayerStamp.read(a.layer).root), tmp / "job", tmp / "out",
                                    accel["used"], v.machine, cmdline, initrd, disk)
             result = vm.boot(argv, console, exp.boot_timeout, label)
         sums = vm.verify_output(tmp / "out", label)
@@ -94,14 +104,14 @@ def cmd_boot(a: argparse.Namespace) -> None:
                 raise StageError(f"{label}: workload {w['name']} exited {rc}"
                                  f"{' (killed by its timeout)' if rc == '137' else ''}; "
                                  f"stderr: {err.strip() or '(empty)'}; console: {console}")
-        stamp.update(variant=v.name, rep=int(a.rep), accel=accel["used"],
-                     accel_requested=v.accel, accel_why=accel["why"], qemu_argv=argv,
-                     **({"disk_mkfs": made["argv"], "disk_mke2fs": made["mke2fs"],
-                         "disk_sha256": made["sha256"]} if made else {}),
-                     cmdline=cmdline, boot_to_result_seconds=result.seconds_to_done,
-                     output_sha256=sums)
+        stamp = BootStamp(variant=v.name, rep=int(a.rep), accel=accel["used"],
+                          accel_requested=v.accel, accel_why=accel["why"], qemu_argv=argv,
+                          **({"disk_mkfs": made["argv"], "disk_mke2fs": made["mke2fs"],
+                              "disk_sha256": made["sha256"]} if made else {}),
+                          cmdline=cmdline, boot_to_result_seconds=result.seconds_to_done,
+                          output_sha256=sums)
     shutil.rmtree(tmp / "job")
-    write_json(tmp / "boot.json", stamp)
+    stamp.write(tmp / "boot.json")
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
 
@@ -119,20 +129,20 @@ def cmd_compare(a: argparse.Namespace) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     out, err = tmp / f"{comp.workload}.out", tmp / f"{comp.workload}.err"
-    with stage("compare", label, err) as stamp:
+    with stage("compare", label, err):
         sides = {}
         for side, variant, boot_dir, built in (
                 ("a", comp.baseline, a.baseline_boot, a.baseline_build),
                 ("b", comp.patched, a.patched_boot, a.patched_build)):
-            booted = read_json(Path(boot_dir) / "boot.json")
-            if (booted["variant"], int(booted["rep"])) != (variant, int(a.rep)):
-                raise StageError(f"{label}: {boot_dir} is a boot of {booted['variant']} rep"
-                                 f"{booted['rep']}, not of {variant} rep{a.rep}")
+            booted = BootStamp.read(Path(boot_dir) / "boot.json")
+            if (booted.variant, booted.rep) != (variant, int(a.rep)):
+                raise StageError(f"{label}: {boot_dir} is a boot of {booted.variant} rep"
+                                 f"{booted.rep}, not of {variant} rep{a.rep}")
             sides[Path(boot_dir).resolve() / "out"] = f"/tmp/{side}"
-            sides[Path(read_json(built)["artifacts"])] = f"/tmp/{side}-build"
+            sides[Path(BuildStamp.read(built).artifacts)] = f"/tmp/{side}-build"
         script = exp.chapter.path(comp.script)
         argv = toolchain.in_root(
-            Path(read_json(a.root)["root"]), ["/bin/sh", "/tmp/compare.sh"], {},
+            Path(RootStamp.read(a.root).root), ["/bin/sh", "/tmp/compare.sh"], {},
             read_only={script: "/tmp/compare.sh", **sides},
             env={"A": "/tmp/a", "B": "/tmp/b", "A_BUILD": "/tmp/a-build",
                  "B_BUILD": "/tmp/b-build", "BASELINE": comp.baseline,
@@ -147,9 +157,9 @@ def cmd_compare(a: argparse.Namespace) -> None:
         if proc.returncode != 0:
             tail = err.read_text(errors="replace")[-500:].strip() or "(empty)"
             raise StageError(f"{label}: {comp.script} exited {proc.returncode}; stderr: {tail}")
-        stamp.update(variant=comp.patched, rep=int(a.rep), workload=comp.workload,
-                     baseline=comp.baseline, script=in_repo(script),
-                     script_sha256=source.sha256_file(script), argv=argv)
-    write_json(tmp / "compare.json", stamp)
+        stamp = CompareStamp(variant=comp.patched, rep=int(a.rep), workload=comp.workload,
+                             baseline=comp.baseline, script=in_repo(script),
+                             script_sha256=source.sha256_file(script), argv=argv)
+    stamp.write(tmp / "compare.json")
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)

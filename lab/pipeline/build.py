@@ -22,7 +22,15 @@ from pathlib import Path
 
 from lab.command import StageError, run
 from lab.pipeline import cachedir, experiment, kconfig, series, toolchain
-from lab.pipeline.stamps import fresh_log, load_experiment, read_json, stage, write_json
+from lab.pipeline.stamps import (
+    BuildStamp,
+    RootStamp,
+    SeriesStamp,
+    SourceStamp,
+    fresh_log,
+    load_experiment,
+    stage,
+)
 
 SRC, BUILD, CCACHE = "/src", "/build", "/ccache"
 COMPILERS: dict[str, list[str]] = {
@@ -237,8 +245,8 @@ def build_failure(box: Toolbox, commit: str, config: Path, base_commit: str, des
 
 
 def toolbox(a: argparse.Namespace, variant: experiment.Variant) -> Toolbox:
-    return Toolbox(Path(read_json(a.root)["root"]), Path(read_json(a.base)["tree"]),
-                         variant.compiler)
+    return Toolbox(Path(RootStamp.read(a.root).root), Path(SourceStamp.read(a.base).tree),
+                   variant.compiler)
 
 
 def cmd_config(a: argparse.Namespace) -> None:
@@ -247,8 +255,8 @@ def cmd_config(a: argparse.Namespace) -> None:
     v = exp.all_variants[a.variant]
     log = fresh_log(a)
     with stage("config", f"{exp.name}/{v.name}", log):
-        configure(toolbox(a, v), read_json(a.series)["commit"], exp.kconfig_start,
-                        exp.fragment_paths(v.name), Path(a.out), log)
+        configure(toolbox(a, v), SeriesStamp.read(a.series).commit, exp.kconfig_start,
+                  exp.fragment_paths(v.name), Path(a.out), log)
 
 
 def cmd_build(a: argparse.Namespace) -> None:
@@ -258,10 +266,10 @@ def cmd_build(a: argparse.Namespace) -> None:
     v = exp.all_variants[a.variant]
     log = fresh_log(a)
     dest = Path(a.out).resolve().parent
-    with stage("build", f"{exp.name}/{v.name}", log) as stamp:
+    with stage("build", f"{exp.name}/{v.name}", log):
         make = (functools.partial(build_failure, expected=v.build_fails)
                 if v.build_fails else build)
-        info = make(toolbox(a, v), read_json(a.series)["commit"], Path(a.config),
-                    read_json(a.base)["commit"], dest, log)
-        stamp.update(info, artifacts=str(dest), variant=v.name)
-    write_json(Path(a.out), stamp)
+        info = make(toolbox(a, v), SeriesStamp.read(a.series).commit, Path(a.config),
+                    SourceStamp.read(a.base).commit, dest, log)
+        stamp = BuildStamp(**info, artifacts=str(dest), variant=v.name)
+    stamp.write(a.out)

@@ -155,10 +155,11 @@ class Experiment:
 
     @property
     def sha256(self) -> str:
-        """Hash of the definition (and of ACCEL=, which changes what boots), recorded in the
-        manifest; the work directory keys a run's boots by it, so an edited experiment never
-        resumes the boots of the old one."""
-        text = json.dumps([self.raw, self.accel_override], sort_keys=True)
+        """Hash of what changes results (and of ACCEL=, which changes what boots), recorded in
+        the manifest; the work directory keys a run's boots by it, so an edited experiment
+        never resumes the boots of the old one, while a new title, label, place in the book or
+        cited id (:data:`PRESENTATION`) resumes them."""
+        text = json.dumps([measured(self.raw), self.accel_override], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
     @property
@@ -174,6 +175,21 @@ class Experiment:
         """(workload, metric) -> the cited id it re-measures, or {variant: id}."""
         return {(w["name"], metric): cid for w in self.workloads
                 for metric, cid in (w.get("cited") or {}).items()}
+
+
+PRESENTATION = ("title", "label", "order", "book")
+"""Keys of ``chapter.yaml`` that say how the book shows a chapter, not what boots: with a
+workload's ``cited:`` they are left out of :attr:`Experiment.sha256`."""
+
+
+def measured(raw: dict[str, Any]) -> dict[str, Any]:
+    """``chapter.yaml`` less what does not change a result: :data:`PRESENTATION` and the
+    cited id each workload's metrics are compared with."""
+    kept = {k: v for k, v in raw.items() if k not in PRESENTATION}
+    if "workloads" in kept:
+        kept["workloads"] = [{k: v for k, v in w.items() if k != "cited"}
+                             for w in kept["workloads"]]
+    return kept
 
 
 def _machine(d: dict[str, Any]) -> Machine:

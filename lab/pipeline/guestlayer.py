@@ -32,7 +32,7 @@ from lab.command import StageError, quote, require_tools, run
 from lab.pipeline import cachedir, toolchain
 from lab.pipeline.apt import PrivateApt, archive_versions, private_apt
 from lab.pipeline.lock import read_lock_file
-from lab.pipeline.stamps import fresh_log, in_repo, load_experiment, read_json, stage, write_json
+from lab.pipeline.stamps import LayerStamp, RootStamp, fresh_log, in_repo, load_experiment, stage
 
 LOCK_NAME = "guest.lock.yaml"
 RECORD = Path("etc") / "kernel-book-guest-layer.json"
@@ -258,13 +258,13 @@ def cmd_layer(a: argparse.Namespace) -> None:
     :mod:`lab.pipeline.guestlayer`)."""
     exp = load_experiment(a)
     log = fresh_log(a)
-    root = read_json(a.root)
-    with stage("layer", exp.name, log) as stamp:
+    root = RootStamp.read(a.root)
+    with stage("layer", exp.name, log):
         if not requested(exp.chapter):
-            stamp.update(root=root["root"], key=root["key"], packages={})
+            stamp = LayerStamp(root=root.root, key=root.key, packages={})
         else:
-            lock = load_lock(exp.chapter, root["key"])
-            tree = create_layer(Path(root["root"]), lock, log)
-            stamp.update(root=str(tree), key=tree.name, packages=dict(lock.packages),
-                         lock=in_repo(lock_path(exp.chapter)))
-    write_json(Path(a.out), stamp)
+            lock = load_lock(exp.chapter, root.key)
+            tree = create_layer(Path(root.root), lock, log)
+            stamp = LayerStamp(root=str(tree), key=tree.name, packages=dict(lock.packages),
+                               lock=in_repo(lock_path(exp.chapter)))
+    stamp.write(a.out)

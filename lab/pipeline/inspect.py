@@ -21,7 +21,7 @@ from typing import Any
 
 from lab.command import StageError, run
 from lab.pipeline import build, series, toolchain
-from lab.pipeline.stamps import load_experiment, read_json, stage, write_json
+from lab.pipeline.stamps import BuildStamp, InspectStamp, RootStamp, load_experiment, stage
 
 _ALWAYS_INLINE = re.compile(r"__always_inline\s+[\w\s\*]*?\b(\w+)\s*\(")
 _NM = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) [tTwW] (\S+)$")
@@ -323,12 +323,13 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     sizes are the build's."""
     exp = load_experiment(a)
     v = exp.variants[a.variant]
-    artifacts = Path(read_json(a.build)["artifacts"])
-    root = Path(read_json(a.root)["root"])
+    artifacts = Path(BuildStamp.read(a.build).artifacts)
+    root = Path(RootStamp.read(a.root).root)
     wanted = exp.raw.get("inspect") or {}
     callers = list(wanted.get("callers", []))
-    with stage("inspect", f"{exp.name}/{v.name}", None) as stamp:
-        stamp.update(variant=v.name, build=exp.build_name(v.name))
+    found: dict[str, Any] = {}
+    listing_file: Path | None = None
+    with stage("inspect", f"{exp.name}/{v.name}", None):
 
         def tool(*argv: str) -> str:
             return run(toolchain.in_root(root, list(argv), {artifacts: build.BUILD}),
@@ -341,13 +342,13 @@ def cmd_inspect(a: argparse.Namespace) -> None:
                                                if p not in ser.instrument])
             listings = {c: tool("objdump", "-d", "--no-show-raw-insn", f"--disassemble={c}",
                                 f"{build.BUILD}/vmlinux") for c in callers}
-            stamp["evidence"] = evidence(nm, listings, functions)
+            found = evidence(nm, listings, functions)
         if wanted.get("calls"):
             # the whole image's listing is large: keep function headers and lines naming a target
             names = "|".join(re.escape(t) for t in wanted["calls"])
             listing = tool("sh", "-c", f"objdump -d --no-show-raw-insn {build.BUILD}/vmlinux | "
                            f"grep -E '^[0-9a-f]+ <|<({names})>$' || true")
-            stamp.setdefault("evidence", {})["call_sites"] = call_sites(
+            found["call_sites"] = call_sites(
                 listing, list(wanted["calls"]))
         if wanted.get("probes"):
             targets = probe_targets(nm, list(wanted["probes"]))
@@ -358,7 +359,7 @@ def cmd_inspect(a: argparse.Namespace) -> None:
                     f"in the vmlinux: {bad} ([] = inlined everywhere, a .isra/.constprop name "
                     f"= a clone the probe would miss). Fix: mark them noinline in the "
                     f"chapter's instrument patch, or probe their callers")
-            stamp.setdefault("evidence", {})["probe_targets"] = targets
+            found["probe_targets"] = targets
         if wanted.get("listings"):
             # the listing itself is raw output of the run (publish keeps it per build); the
             # manifest records each function's size
@@ -374,6 +375,6 @@ def cmd_inspect(a: argparse.Namespace) -> None:
                          f"{build.BUILD}/vmlinux") for fn in wanted["listings"]}, branches)
             listing_file = Path(a.out).with_suffix(".s")
             listing_file.write_text(text)
-            stamp["listing"] = str(listing_file)
-            stamp.setdefault("evidence", {})["listings"] = summary
-    write_json(Path(a.out), stamp)
+            found["listings"] = summary
+    InspectStamp(variant=v.name, build=exp.build_name(v.name), evidence=found or None,
+                 listing=str(listing_file) if listing_file else None).write(a.out)

@@ -11,7 +11,7 @@ from typing import Any
 from lab import chapters
 from lab.command import StageError
 from lab.parse import keyvalue
-from lab.pipeline.stamps import load_experiment, read_json, stage, write_json
+from lab.pipeline.stamps import BootStamp, CompareStamp, ParsedStamp, load_experiment, stage
 
 
 def parse_boot(chapter: str, workloads: list[dict[str, Any]], outputs: dict[str, str],
@@ -35,23 +35,24 @@ def cmd_parse(a: argparse.Namespace) -> None:
     exp = load_experiment(a)
     boot_dir = Path(a.boot)
     if (boot_dir / "compare.json").is_file():
-        compared = read_json(boot_dir / "compare.json")
-        comp = exp.compare(compared["workload"], compared["variant"])
-        label = f"{exp.name}/{comp.patched}/rep{compared['rep']}"
-        with stage("parse", f"{label}/{comp.workload}", None) as stamp:
+        compared = CompareStamp.read(boot_dir / "compare.json")
+        comp = exp.compare(compared.workload, compared.variant)
+        label = f"{exp.name}/{comp.patched}/rep{compared.rep}"
+        with stage("parse", f"{label}/{comp.workload}", None):
             text = (boot_dir / f"{comp.workload}.out").read_text(errors="replace")
-            stamp.update(parse_boot(exp.name, [{"name": comp.workload, "parser": comp.parser}],
-                                    {comp.workload: text}, "", label),
-                         variant=comp.patched, rep=compared["rep"], compare=str(boot_dir))
-        write_json(Path(a.out), stamp)
+            stamp = ParsedStamp(
+                **parse_boot(exp.name, [{"name": comp.workload, "parser": comp.parser}],
+                             {comp.workload: text}, "", label),
+                variant=comp.patched, rep=compared.rep, compare=str(boot_dir))
+        stamp.write(a.out)
         return
-    booted = read_json(boot_dir / "boot.json")
-    label = f"{exp.name}/{booted['variant']}/rep{booted['rep']}"
-    with stage("parse", label, None) as stamp:
+    booted = BootStamp.read(boot_dir / "boot.json")
+    label = f"{exp.name}/{booted.variant}/rep{booted.rep}"
+    with stage("parse", label, None):
         out = boot_dir / "out"
         texts = {w["name"]: (out / f"{w['name']}.out").read_text(errors="replace")
                  for w in exp.workloads}
-        stamp.update(parse_boot(exp.name, list(exp.workloads), texts,
-                                (out / "guest-info.txt").read_text(), label),
-                     variant=booted["variant"], rep=booted["rep"], boot=str(boot_dir))
-    write_json(Path(a.out), stamp)
+        stamp = ParsedStamp(**parse_boot(exp.name, list(exp.workloads), texts,
+                                         (out / "guest-info.txt").read_text(), label),
+                            variant=booted.variant, rep=booted.rep, boot=str(boot_dir))
+    stamp.write(a.out)

@@ -29,13 +29,21 @@ from lab import DATA, ROOT, chapters
 from lab.command import StageError
 from lab.pipeline import source, vm
 from lab.pipeline.stamps import (
+    BootStamp,
+    BuildStamp,
+    InspectStamp,
+    LayerStamp,
+    ParsedStamp,
+    PublishedStamp,
+    RootStamp,
+    SeriesStamp,
+    SourceStamp,
+    ToolsStamp,
     benchmark_seconds,
     in_repo,
     load_experiment,
     portable,
-    read_json,
     stage,
-    write_json,
 )
 
 RUNS = DATA / "runs"
@@ -242,14 +250,16 @@ def verify_run(run_dir: Path) -> None:
             raise StageError(f"{run_dir / rel}: sha256 differs from manifest.json")
 
 
-def _image_fields(built: dict[str, Any]) -> dict[str, Any]:
+def _image_fields(built: BuildStamp) -> dict[str, Any]:
     """What the manifest records of a build: the image's size and sha256 (hashed here, from
     the image itself, so a build cached before the stamp knew the field still gets it), or,
     for a build the experiment expects to fail, the text it failed with."""
-    if built.get("failed"):
-        return {k: built[k] for k in ("failed", "expected", "error_lines", "targets")}
-    return {"bzImage_sha256": source.sha256_file(Path(built["artifacts"]) / "bzImage"),
-            **{k: built[k] for k in ("bzImage_bytes", "vmlinux_bytes", "targets")}}
+    if built.failed:
+        return {"failed": built.failed, "expected": built.expected,
+                "error_lines": built.error_lines, "targets": built.targets}
+    return {"bzImage_sha256": source.sha256_file(Path(built.artifacts) / "bzImage"),
+            "bzImage_bytes": built.bzImage_bytes, "vmlinux_bytes": built.vmlinux_bytes,
+            "targets": built.targets}
 
 
 def cmd_publish(a: argparse.Namespace) -> None:
@@ -257,33 +267,34 @@ def cmd_publish(a: argparse.Namespace) -> None:
     exp = load_experiment(a)
     records = []
     for p in a.parsed:
-        parsed = read_json(p)
-        boot_dir = Path(parsed["boot"])
-        records.append({**read_json(boot_dir / "boot.json"), **parsed, "dir": str(boot_dir)})
-    builds = {read_json(p)["variant"]: read_json(p) for p in a.builds}
+        parsed = ParsedStamp.read(p)
+        boot_dir = Path(str(parsed.boot))
+        records.append({**BootStamp.read(boot_dir / "boot.json").to_json(),
+                        **parsed.to_json(), "dir": str(boot_dir)})
+    builds = {s.variant: s for s in map(BuildStamp.read, a.builds)}
     build_seconds = {Path(p).stem.removeprefix("build-"): benchmark_seconds(p)
                      for p in a.build_times}
-    tools = {read_json(p)["variant"]: read_json(p) for p in a.tools}
-    inspected = {read_json(p)["variant"]: read_json(p) for p in a.inspected}
-    root = read_json(a.root)
-    layer = read_json(a.layer)
-    base = read_json(a.base)
-    serieses = {read_json(p)["tree"]: read_json(p) for p in a.series}
+    tools = {s.variant: s for s in map(ToolsStamp.read, a.tools)}
+    inspected = {s.variant: s for s in map(InspectStamp.read, a.inspected)}
+    root = RootStamp.read(a.root)
+    layer = LayerStamp.read(a.layer)
+    base = SourceStamp.read(a.base)
+    serieses = {s.tree: s for s in map(SeriesStamp.read, a.series)}
     run_id = new_run_id("-".join(sorted({v.accel for v in exp.variants.values()})))
     book, diff = book_state()
     chapter = exp.chapter
-    with stage("publish", f"{exp.name}/{run_id}", None) as stamp:
+    with stage("publish", f"{exp.name}/{run_id}", None):
         variants = {}
         extra: dict[str, bytes] = {}  # raw files no boot wrote
         for p in a.compared:
-            compared = read_json(p)
+            compared = ParsedStamp.read(p)
             rec = next((r for r in records if (r["variant"], int(r["rep"]))
-                        == (compared["variant"], int(compared["rep"]))), None)
+                        == (compared.variant, compared.rep)), None)
             if rec is None:
-                raise StageError(f"{p}: a comparison for {compared['variant']} rep"
-                                 f"{compared['rep']}, which this run did not boot")
-            rec["rows"].update(compared["rows"])
-            for path in sorted(Path(compared["compare"]).iterdir()):
+                raise StageError(f"{p}: a comparison for {compared.variant} rep"
+                                 f"{compared.rep}, which this run did not boot")
+            rec["rows"].update(compared.rows)
+            for path in sorted(Path(str(compared.compare)).iterdir()):
                 if path.name != "compare.json":
                     extra[f"raw/{rec['variant']}/rep{rec['rep']}/{path.name}.gz"] = (
                         gzip_bytes(path.read_bytes()))
@@ -293,9 +304,9 @@ def cmd_publish(a: argparse.Namespace) -> None:
             bname = exp.build_name(name)
             built = builds[bname]
             variants[name] = {
-                "tree": v.tree, "commit": built["commit"], "compiler": v.compiler,
+                "tree": v.tree, "commit": built.commit, "compiler": v.compiler,
                 "reps": v.reps,
-                "config_sha256": built["config_sha256"], "boot": v.boot,
+                "config_sha256": built.config_sha256, "boot": v.boot,
                 "fragments": list(v.fragments), "kconfig_start": exp.kconfig_start,
                 "cmdline": reps[0]["cmdline"] if reps else vm.kernel_cmdline(v.cmdline),
                 "accel_requested": v.accel,
@@ -313,19 +324,20 @@ def cmd_publish(a: argparse.Namespace) -> None:
                 "boot_to_result_seconds": [r["boot_to_result_seconds"] for r in reps],
                 "build": {"variant": bname, "build_seconds": build_seconds[bname],
                           **_image_fields(built)},
-                "tools": {k: tools[bname].get(k) for k in ("programs", "cc", "bpf_cc")}
-                if bname in tools else {},
-                "inspect": {k: val for k, val in inspected.get(name, {}).items()
-                            if k == "evidence"},
+                "tools": {"programs": tools[bname].programs, "cc": tools[bname].cc,
+                          "bpf_cc": tools[bname].bpf_cc} if bname in tools else {},
+                "inspect": ({"evidence": inspected[name].evidence}
+                            if name in inspected and inspected[name].evidence is not None
+                            else {}),
             }
-            listing = inspected.get(name, {}).get("listing")
+            listing = inspected[name].listing if name in inspected else None
             if listing and bname not in listed:  # once per kernel, under its first variant
                 listed.add(bname)
                 extra[f"raw/{name}/disassembly.txt.gz"] = gzip_bytes(
                     Path(listing).read_bytes())
-            if built.get("failed"):
+            if built.failed:
                 extra[f"raw/{name}/build-errors.txt.gz"] = gzip_bytes(
-                    (Path(built["artifacts"]) / "errors.txt").read_bytes())
+                    (Path(built.artifacts) / "errors.txt").read_bytes())
         ser = next(iter(serieses.values()))
         parser_files = sorted((ROOT / "lab" / "parse").glob("*.py")) + (
             [chapter.dir / "parse.py"] if (chapter.dir / "parse.py").is_file() else [])
@@ -344,26 +356,27 @@ def cmd_publish(a: argparse.Namespace) -> None:
                                 "sha256": source.sha256_file(chapter.path(c.script))}
                                for c in exp.compares]} if exp.compares else {})},
             "parsers": {in_repo(f): source.sha256_file(f) for f in parser_files},
-            "base": {k: base[k] for k in ("version", "origin", "sha256", "commit")},
-            "series": {"dir": in_repo(exp.series), "mode": ser["mode"],
-                       "sha256": ser["sha256"], "patches": ser["patches"],
-                       "commits": {t: s["commit"] for t, s in serieses.items()},
-                       "trees": {t: s["steps"] for t, s in serieses.items()}},
-            "compilers": root["tools"], "qemu": vm.qemu_version(),
+            "base": {"version": base.version, "origin": base.origin, "sha256": base.sha256,
+                     "commit": base.commit},
+            "series": {"dir": in_repo(exp.series), "mode": ser.mode,
+                       "sha256": ser.sha256, "patches": ser.patches,
+                       "commits": {t: s.commit for t, s in serieses.items()},
+                       "trees": {t: s.steps for t, s in serieses.items()}},
+            "compilers": root.tools, "qemu": vm.qemu_version(),
             "python": sys.version.split()[0],
             "host": host_info(),
-            "toolchain_root": {"key": root["key"], "suite": root["suite"],
-                               "packages": root["packages"]},
-            **({"guest_layer": {"key": layer["key"], "lock": layer["lock"],
-                                "packages": layer["packages"]}} if layer["packages"] else {}),
+            "toolchain_root": {"key": root.key, "suite": root.suite,
+                               "packages": root.packages},
+            **({"guest_layer": {"key": layer.key, "lock": layer.lock,
+                                "packages": layer.packages}} if layer.packages else {}),
             "variants": variants,
         }
-        configs = {name: Path(b["artifacts"]) / ".config" for name, b in builds.items()}
+        configs = {name: Path(b.artifacts) / ".config" for name, b in builds.items()}
         final = publish(exp.name, run_id,
                                 lambda tmp: assemble(tmp, exp.name, records, configs,
                                                              manifest, exp.cited(), diff,
                                                              extra))
-        stamp.update(run_dir=str(final), rows=sum(
+        stamp = PublishedStamp(run_dir=str(final), rows=sum(
             len(p) for r in records for p in r["rows"].values()))
-    write_json(Path(a.out), stamp)
+    stamp.write(a.out)
     print(f"run published: {final}", file=sys.stderr)

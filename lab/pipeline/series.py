@@ -29,7 +29,7 @@ import yaml
 from lab.command import StageError, quote, run
 from lab.pipeline import source
 from lab.pipeline.source import git_env
-from lab.pipeline.stamps import load_experiment, read_json, stage, write_json
+from lab.pipeline.stamps import SeriesStamp, SourceStamp, load_experiment, stage
 
 TREES = ("baseline", "patched")
 
@@ -239,13 +239,14 @@ def checkout(tree: Path, commit: str) -> None:
 def cmd_series(a: argparse.Namespace) -> None:
     """Make the commit of one tree (baseline, patched or a named one) of the chapter's series."""
     exp = load_experiment(a)
-    base = read_json(a.base)
+    base = SourceStamp.read(a.base)
     ser = load(exp.series)
-    with stage("series", f"{exp.name}/{a.tree}", None) as stamp:
-        commit = commit_for(Path(base["tree"]), base["commit"], ser, a.tree)
-        stamp.update(tree=a.tree, commit=commit, mode=ser.mode, sha256=ser.sha256,
-                     patches={str(p.relative_to(ser.directory)): source.sha256_file(p)
-                              for p in ser.files},
-                     steps=[{"patch": str(p.relative_to(ser.directory)), "reverse": rev}
-                            for p, rev in ser.steps(a.tree)])
-    write_json(Path(a.out), stamp)
+    with stage("series", f"{exp.name}/{a.tree}", None):
+        commit = commit_for(Path(base.tree), base.commit, ser, a.tree)
+        stamp = SeriesStamp(
+            tree=a.tree, commit=commit, mode=ser.mode, sha256=ser.sha256,
+            patches={str(p.relative_to(ser.directory)): source.sha256_file(p)
+                     for p in ser.files},
+            steps=[{"patch": str(p.relative_to(ser.directory)), "reverse": rev}
+                   for p, rev in ser.steps(a.tree)])
+    stamp.write(a.out)

@@ -26,7 +26,7 @@ from lab import ROOT
 from lab.command import StageError, require_tools, run
 from lab.pipeline import cachedir
 from lab.pipeline.apt import PrivateApt, private_apt
-from lab.pipeline.stamps import fresh_log, stage, write_json
+from lab.pipeline.stamps import SourceStamp, fresh_log, stage
 
 PIN_FILE = ROOT / "configs" / "source.yaml"
 GIT_IDENTITY = {
@@ -251,7 +251,7 @@ def prepare(log: Path) -> Base:
 def cmd_source(a: argparse.Namespace) -> None:
     """Fetch, verify and unpack the base tree (or take KERNEL_SRC / KERNEL_TARBALL)."""
     log = fresh_log(a)
-    with stage("source", "base tree", log) as stamp:
+    with stage("source", "base tree", log):
         require_tools(["git", "apt-get", "dpkg-deb"])
-        stamp.update(prepare(log).to_json())
-    write_json(Path(a.out), stamp)
+        stamp = SourceStamp(**prepare(log).to_json())
+    stamp.write(a.out)

@@ -35,7 +35,7 @@ from lab.pipeline.lock import (
     load_lock,
     pin_preferences,
 )
-from lab.pipeline.stamps import fresh_log, stage, write_json
+from lab.pipeline.stamps import RootStamp, fresh_log, stage
 
 SUBID_FILES = (Path("/etc/subuid"), Path("/etc/subgid"))
 
@@ -279,10 +279,9 @@ if __name__ == "__main__":
 def cmd_root(a: argparse.Namespace) -> None:
     """Create (once) the toolchain root; record its packages and compiler versions."""
     log = fresh_log(a)
-    with stage("root", root_key(), log) as stamp:
+    with stage("root", root_key(), log):
         require_tools(["mmdebstrap", "bwrap"])
         root = create_root(log)
-        stamp.update(root=str(root), key=root.name, suite=SUITE,
-                     packages=root_packages(root),
-                     tools=tool_versions(root))
-    write_json(Path(a.out), stamp)
+        stamp = RootStamp(root=str(root), key=root.name, suite=SUITE,
+                          packages=root_packages(root), tools=tool_versions(root))
+    stamp.write(a.out)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lab.command import StageError, run
 from lab.pipeline import build, series, source, toolchain
-from lab.pipeline.stamps import fresh_log, load_experiment, read_json, stage, write_json
+from lab.pipeline.stamps import BuildStamp, ToolsStamp, fresh_log, load_experiment, stage
 
 TOOLS_CC = "gcc-15"
 """The compiler of guest programs unless the chapter's ``tools: {cc: ...}`` says otherwise."""
@@ -30,15 +30,16 @@ def cmd_tools(a: argparse.Namespace) -> None:
     tools = exp.raw.get("tools") or {}
     log = fresh_log(a)
     out = Path(a.out).resolve().parent / "bin"
-    built = read_json(a.build)
-    with stage("tools", f"{exp.name}/{v.name}", log) as stamp:
+    built = BuildStamp.read(a.build)
+    compilers: dict[str, str | None] = {}
+    with stage("tools", f"{exp.name}/{v.name}", log):
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         programs: dict[str, str] = {}
         if tools:
             box = build.toolbox(a, v)
-            artifacts = Path(built["artifacts"])
-            build_dir = Path(built["build_dir"])
+            artifacts = Path(built.artifacts)
+            build_dir = Path(built.build_dir)
             cc = tools.get("cc", TOOLS_CC)
             # the root is read-only; bwrap can make mount points only in its /tmp tmpfs
             argv = ["make", "-C", "/tmp/chapter", "OUT=/tmp/out", f"CC={cc}",
@@ -50,13 +51,13 @@ def cmd_tools(a: argparse.Namespace) -> None:
             with series.tree_lock(box.tree):
                 if tools.get("kbuild"):
                     # variants share a build directory: it must hold this one's objects
-                    build.ensure_built(box, build_dir, built["commit"], artifacts / ".config",
+                    build.ensure_built(box, build_dir, built.commit, artifacts / ".config",
                                        log)
                     argv += [f"KBUILD={build.BUILD}",
                              f"KMAKE={' '.join(build.kernel_make_vars(box.compiler))}"]
                     binds[build_dir] = build.BUILD
                 else:
-                    series.checkout(box.tree, built["commit"])
+                    series.checkout(box.tree, built.commit)
                 run(toolchain.in_root(box.root, argv, binds), log=log,
                     what=f"make -C {tools['dir']} (guest programs of {v.name})")
             for name in tools["programs"]:
@@ -64,7 +65,6 @@ def cmd_tools(a: argparse.Namespace) -> None:
                     raise StageError(f"{exp.path}: tools.programs names {name}, but make -C "
                                      f"{tools['dir']} left no {name} in OUT; see {log}")
                 programs[name] = source.sha256_file(out / name)
-            stamp["cc"] = cc
-            stamp["bpf_cc"] = tools.get("bpf_cc")
-        stamp.update(bin=str(out), programs=programs, variant=v.name, commit=built["commit"])
-    write_json(Path(a.out), stamp)
+            compilers = {"cc": cc, "bpf_cc": tools.get("bpf_cc")}
+    ToolsStamp(variant=v.name, bin=str(out), programs=programs, commit=built.commit,
+               **compilers).write(a.out)

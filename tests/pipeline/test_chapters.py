@@ -105,6 +105,24 @@ def test_smoke_experiment_and_make_overrides() -> None:
     assert experiment.load("smoke", accel="tcg").key != experiment.load("smoke").key
 
 
+def test_the_experiment_key_follows_what_boots_not_how_the_book_names_it(here: Path) -> None:
+    """A new title, label or cited id resumes the boots of a run; a new command line, rep
+    count or workload starts a new one."""
+    def key(text: str) -> str:
+        name = f"k{len(list(here.iterdir()))}"
+        write_chapter(here, name, text)
+        return experiment.load(name).key
+
+    first = key(SMOKE_LIKE)
+    assert key(SMOKE_LIKE.replace("title: t", "title: renamed\n    label: r\n    order: 9")) \
+        == first
+    cited = {"title": "t", "workloads": [{"name": "w", "cited": {"m": "id"}}]}
+    assert experiment.measured(cited) == {"workloads": [{"name": "w"}]}
+    assert key(SMOKE_LIKE + "      patched: {tree: baseline, cmdline: quiet}\n") != first
+    assert key(SMOKE_LIKE.replace("book: false", "book: false\n    reps: 2")) != first
+    assert key(SMOKE_LIKE.replace("name: getpid", "name: other")) != first
+
+
 def test_variant_settings_extend_the_chapter(here: Path) -> None:
     write_chapter(here, "x", """\
         title: x

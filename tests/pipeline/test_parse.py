@@ -1,11 +1,11 @@
-"""The key=value parser on the smoke workload's real output."""
+"""The shared parsers: key=value on the smoke workload's real output, and sectioned output."""
 
 from __future__ import annotations
 
 import pytest
 
 from lab.command import StageError
-from lab.parse import PARSERS, keyvalue
+from lab.parse import PARSERS, keyvalue, sections
 
 from .conftest import FIXTURES
 
@@ -34,3 +34,46 @@ def test_guest_info_fields_are_strings() -> None:
     info = keyvalue.fields((FIXTURES / "guest-info.txt").read_text())
     assert info["uname"] == "7.2.13" and info["nproc"] == "1"
     assert "rootfstype=9p" in info["cmdline"]
+
+
+CLOSED = """role=timed
+ran=1
+== control
+ops=5
+== end control
+== report nop.data
+ 12.5%  nop  [kernel]  io_wq_submit_work
+== end report nop.data
+end=ok
+"""
+
+
+def test_sections_split_head_and_named_sections() -> None:
+    split = sections.split(CLOSED, "nop.out")
+    assert split.head == ["role=timed", "ran=1"]
+    assert split.body == {"control": ["ops=5"],
+                          "report nop.data": [" 12.5%  nop  [kernel]  io_wq_submit_work"]}
+    split.require(("control",), "nop.out")
+    with pytest.raises(StageError, match=r"nop.out: sections \['lock'\] missing"):
+        split.require(("control", "lock"), "nop.out")
+    opened = sections.split("== environment\ncpus=2\n== stress-ng a\nx\nend=ok\n", "o", False)
+    assert opened.body == {"environment": ["cpus=2"], "stress-ng a": ["x"]}
+
+
+@pytest.mark.parametrize(("text", "closed", "message"), [
+    (CLOSED.replace("== end control\n", ""), True,
+     r"nop.out:5: section 'control' is not closed before '== report nop.data'"),
+    (CLOSED.replace("== end report nop.data\n", ""), True,
+     r"section 'report nop.data' is not closed before end=ok"),
+    (CLOSED.replace("== end control", "== end lock"), True,
+     r"nop.out:5: '== end lock' closes a section that is not open \(open: 'control'\)"),
+    (CLOSED.replace("== report nop.data", "== control"), True, r"'control' appears twice"),
+    (CLOSED.replace("end=ok", "error=perf record failed"), True,
+     r"the guest script failed: perf record failed"),
+    (CLOSED.replace("end=ok\n", ""), True, r"truncated guest output"),
+    ("cpus=2\n== environment\nend=ok\n", False, r"nop.out:1: text before the first section"),
+])
+def test_broken_sections_fail_naming_file_and_line(text: str, closed: bool,
+                                                  message: str) -> None:
+    with pytest.raises(StageError, match=message):
+        sections.split(text, "nop.out", closed)

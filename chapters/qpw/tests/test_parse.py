@@ -58,7 +58,8 @@ def test_a_discarded_load_is_counted_and_left_out() -> None:
      "kernel warning during load 1"),
     (KMALLOC.replace("alloc_cycles=3377103145", "alloc_cycles=lots"), "neither a result"),
     (KMALLOC.replace("== end kmalloc\n", ""), "not closed"),
-    (KMALLOC.replace("== end environment", "== end kmalloc"), "closes 'environment'"),
+    (KMALLOC.replace("== end environment", "== end kmalloc"),
+     r"closes a section that is not open \(open: 'environment'\)"),
     (KMALLOC.replace("ran=1", "ran=1\n== kmalloc\n== end kmalloc"), "twice"),
     (KMALLOC.replace("role=kmalloc", "role=isolation"), "expected role=kmalloc"),
     ("\n".join(line for line in KMALLOC.splitlines() if not line.startswith("load=")
