@@ -101,6 +101,11 @@ class Chapter:
         """Whether ``chapter.yaml`` declares variants to build and boot."""
         return bool(self.meta.get("variants"))
 
+    @property
+    def variants(self) -> dict[str, dict[str, Any]]:
+        """Every variant, those its ``matrix:`` makes included (:func:`expand`)."""
+        return expand(self.meta)[0]
+
     def path(self, rel: str) -> Path:
         """A path named in ``chapter.yaml``: relative to the chapter directory, or to the
         repository when it starts with ``/`` (a test chapter may use the smoke workload)."""
@@ -181,18 +186,44 @@ def _read(directory: Path) -> Chapter:
     return chapter
 
 
+def expand(meta: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The variants of ``variants:`` and those ``matrix:`` makes from them, and what is wrong
+    with the matrix. Each family (a key of ``matrix:``) makes ``<variant>-<key>`` of every
+    variant in its ``of``, with its ``with`` over the variant's own settings, and follows the
+    last variant it is made from, so the boots keep the order the file reads in."""
+    written = {name: dict(v or {}) for name, v in (meta.get("variants") or {}).items()}
+    made: dict[str, dict[str, dict[str, Any]]] = {}
+    problems = []
+    for key, family in (meta.get("matrix") or {}).items():
+        for name in family["of"]:
+            if name not in written:
+                problems.append(f"matrix.{key}.of: {name!r} is not a variant")
+            elif f"{name}-{key}" in written:
+                problems.append(f"matrix.{key}: {name}-{key} is a variant already")
+            else:
+                last = max(family["of"], key=lambda n: list(written).index(n)
+                           if n in written else -1)
+                made.setdefault(last, {})[f"{name}-{key}"] = {**written[name],
+                                                              **(family["with"] or {})}
+    out: dict[str, dict[str, Any]] = {}
+    for name, v in written.items():
+        out[name] = v
+        out.update(made.get(name, {}))
+    return out, problems
+
+
 def check_references(ch: Chapter) -> None:
     """Every file, parser and cited id ``chapter.yaml`` names exists; fail naming file and key.
 
     Runs before any build or boot, so a typo costs seconds, not a 15-minute boot."""
     m, where = ch.meta, ch.file
-    problems: list[str] = []
     if not ch.has_experiment:
         return
+    variants, problems = expand(m)
     if not (ch.series / "series").is_file():
         problems.append(f"series: {ch.series.relative_to(ROOT)}/series does not exist")
     frags = list(m.get("fragments", []))
-    for name, v in m["variants"].items():
+    for name, v in variants.items():
         frags += [(f, f"variants.{name}.fragments") for f in (v or {}).get("fragments", [])]
     for item in frags:
         frag, key = item if isinstance(item, tuple) else (item, "fragments")
@@ -205,11 +236,15 @@ def check_references(ch: Chapter) -> None:
         problems.append(f"tools.dir: {ch.path(tools['dir'])}/Makefile does not exist")
     programs = (tools or {}).get("programs", [])
     problems += [f"variants.{name}.initrd: {v['initrd']!r} is not one of tools.programs "
-                 f"{programs}" for name, v in m["variants"].items()
+                 f"{programs}" for name, v in variants.items()
                  if (v or {}).get("initrd") and v["initrd"] not in programs]
     problems += [f"variants.{name}: a build expected to fail (build_fails) cannot boot; drop "
-                 "boot: true" for name, v in m["variants"].items()
+                 "boot: true" for name, v in variants.items()
                  if (v or {}).get("build_fails") and (v or {}).get("boot")]
+    names = [w["name"] for w in m["workloads"]]
+    problems += [f"variants.{name}.workloads: {w!r} is not one of workloads {names}"
+                 for name, v in variants.items() for w in v.get("workloads", [])
+                 if w not in names]
     parsers = ch.parsers()
     cited = ch.cited_ids()
     for i, w in enumerate(m["workloads"]):
@@ -244,10 +279,10 @@ def _compare_problems(ch: Chapter, parsers: dict[str, Parser]) -> list[str]:
                             f"chapter has {sorted(parsers)}")
         for j, pair in enumerate(c["pairs"]):
             for side in pair:
-                if side not in m["variants"]:
+                if side not in ch.variants:
                     problems.append(f"compare[{i}].pairs[{j}]: no variant {side!r}")
                     continue
-                v = m["variants"][side] or {}
+                v = ch.variants[side]
                 if v.get("build_fails") or v.get("boot") is False:
                     problems.append(f"compare[{i}].pairs[{j}]: variant {side!r} never boots")
             name = f"{c['name']}-vs-{pair[0]}"

@@ -1,10 +1,12 @@
 """What the io-wq chapter's scripts (``chapters/io-wq/guest/*.sh``, ``host/perf-diff.sh``)
 print for one boot, or for one pair of boots.
 
-Every guest output starts with ``role=<timed|race|lockstat>`` and ``ran=<0|1>``, then sections
-opened by ``== <name>`` and closed by ``== end <name>``, and ends with ``end=ok``; a failed step
-prints ``error=<reason>`` instead. A workload outside the kernel's role gives the one row
-``ran`` = 0. perf's own formats are read by :mod:`lab.parse.perf`. The rows:
+Every guest output is sections opened by ``== <name>`` and closed by ``== end <name>``
+(:mod:`lab.parse.sections`), and ends with ``end=ok``; a failed step prints ``error=<reason>``
+instead. A boot runs only its variant's workloads; in the runs made before variants listed
+them, every output starts with ``role=<timed|race|lockstat>`` and ``ran=<0|1>``, and a workload
+outside the kernel's role gives the one row ``ran`` = 0. perf's own formats are read by
+:mod:`lab.parse.perf`. The rows:
 
 * ``nop.sh``: ``control.<key>`` and ``async.<key>`` from the benchmark's ``key=value`` lines
   (``ops_per_second``, ``seconds``, ``peak_workers``, ...), the ASYNC run's flat profile
@@ -55,15 +57,24 @@ DIFFED = ({"nop", "http"}, {"nop", "http", "php"})
 def sections(text: str, source: str, names: tuple[str, ...]) -> tuple[dict[str, str],
                                                                        dict[str, list[str]]]:
     """The head's ``key=value`` lines and each section's lines (:mod:`lab.parse.sections`);
-    a workload that ran must have every one of ``names``."""
+    a workload that ran must have every one of ``names``. The runs made before each variant
+    listed its workloads begin with ``role=`` and ``ran=`` (``ran=0``: the workload was not of
+    the kernel's role and printed nothing else); a later output has neither, as it ran."""
     split = lab_sections.split(text, source)
     pairs = keyvalue.fields("\n".join(split.head))
-    if pairs.get("ran") not in ("0", "1") or "role" not in pairs:
-        raise StageError(f"{source}: no role= and ran= lines before the sections (have "
-                         f"{split.head[:3]})")
-    if pairs["ran"] == "1":
+    if ("role" in pairs or "ran" in pairs) and (pairs.get("ran") not in ("0", "1")
+                                               or "role" not in pairs):
+        raise StageError(f"{source}: a role= line needs a ran= line of 0 or 1, and the other "
+                         f"way round (have {split.head[:3]})")
+    if pairs.get("ran") != "0":
         split.require(names, source)
     return pairs, split.body
+
+
+def ran(pairs: dict[str, str]) -> list[tuple[str, float]]:
+    """The ``ran`` row of an output that printed ``ran=1`` (the runs before each variant
+    listed its workloads), so a re-parse of those runs gives their rows; none after."""
+    return [("ran", 1.0)] if "ran" in pairs else []
 
 
 def numbers(lines: list[str], prefix: str, source: str) -> list[tuple[str, float]]:
@@ -123,9 +134,9 @@ def h2load(lines: list[str], source: str) -> list[tuple[str, float]]:
 def nop(text: str, source: str) -> list[tuple[str, float]]:
     """Rows of one boot of nop.sh."""
     pairs, found = sections(text, source, KEYS["nop"])
-    if pairs["ran"] == "0":
+    if pairs.get("ran") == "0":
         return [("ran", 0.0)]
-    rows = [("ran", 1.0), *numbers(found["control"], "control", source),
+    rows = [*ran(pairs), *numbers(found["control"], "control", source),
             *numbers(found["async"], "async", source),
             *perf.profile(found["report nop.data"], source),
             *numbers(found["lock"], "lock", source),
@@ -167,9 +178,9 @@ def perfdiff(text: str, source: str) -> list[tuple[str, float]]:
 def _server(kind: str, text: str, source: str) -> list[tuple[str, float]]:
     """Rows of one boot of http.sh or php.sh (``kind``), h2load-driven."""
     pairs, found = sections(text, source, KEYS[kind])
-    if pairs["ran"] == "0":
+    if pairs.get("ran") == "0":
         return [("ran", 0.0)]
-    return [("ran", 1.0), *h2load(found["load"], source),
+    return [*ran(pairs), *h2load(found["load"], source),
             *numbers(found["server"], "server", source),
             *perf.profile(found[f"report {kind}.data"], source),
             *perf.callers(found[f"callers {kind}.data"], source)]
@@ -181,9 +192,9 @@ def http(text: str, source: str) -> list[tuple[str, float]]:
     if "\n== wrk\n" not in text:
         return _server("http", text, source)
     pairs, found = sections(text, source, HTTP_WRK)
-    if pairs["ran"] == "0":
+    if pairs.get("ran") == "0":
         return [("ran", 0.0)]
-    return [("ran", 1.0), *wrk(found["wrk"], source),
+    return [*ran(pairs), *wrk(found["wrk"], source),
             *numbers(found["server"], "server", source),
             *perf.profile(found["report http.data"], source)]
 
@@ -196,19 +207,19 @@ def php(text: str, source: str) -> list[tuple[str, float]]:
 def race(text: str, source: str) -> list[tuple[str, float]]:
     """Rows of one boot of race.sh."""
     pairs, found = sections(text, source, KEYS["race"])
-    if pairs["ran"] == "0":
+    if pairs.get("ran") == "0":
         return [("ran", 0.0)]
     rows = numbers(found["lostwake"], "race", source)
     if not {"race.trials", "race.lost"} <= {k for k, _ in rows}:
         raise StageError(f"{source}: lostwake printed no trials= or lost= line")
-    return [("ran", 1.0), *rows]
+    return [*ran(pairs), *rows]
 
 
 def lockstat(text: str, source: str) -> list[tuple[str, float]]:
     """Rows of one boot of lockstat.sh: ``flood.<key>`` and, per lock class,
     ``lockstat.<class>.<column>`` (``contentions``, ``acquisitions``, ...; times in us)."""
     pairs, found = sections(text, source, KEYS["lockstat"])
-    if pairs["ran"] == "0":
+    if pairs.get("ran") == "0":
         return [("ran", 0.0)]
     lines = [line for line in found["lock_stat"] if line.strip()]
     if not lines:
@@ -226,7 +237,7 @@ def lockstat(text: str, source: str) -> list[tuple[str, float]]:
     if not any(k.startswith("lockstat.&acct->lock.") for k in rows):
         raise StageError(f"{source}: no &acct->lock class in lock_stat: the flood did not reach "
                          "io-wq, or the class is named differently in this kernel")
-    return [("ran", 1.0), *numbers(found["flood"], "flood", source), *sorted(rows.items())]
+    return [*ran(pairs), *numbers(found["flood"], "flood", source), *sorted(rows.items())]
 
 
 PARSERS = {"nop": nop, "http": http, "php": php, "race": race, "lockstat": lockstat,

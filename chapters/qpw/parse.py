@@ -2,8 +2,9 @@
 
 Every output is sections, each opened by ``== <name>`` and closed by ``== end <name>``, and
 ends with ``end=ok``; a failed step prints ``error=<reason>`` instead (the boot already failed
-then; a re-parse says the same). A workload of another role prints ``role=``, ``ran=0`` and
-``end=ok`` only, and gives the row ``ran`` = 0. The rows:
+then; a re-parse says the same). A boot runs only its variant's workloads; in the runs made
+before variants listed them, a workload of another role printed ``role=``, ``ran=0`` and
+``end=ok`` only, and gave the row ``ran`` = 0. The rows:
 
 * ``environment`` (every role): ``CONFIG_PREEMPT_RT``, ``CONFIG_PWLOCKS``, ... as 0/1,
   ``pwlocks`` (-1 when the command line has none), ``tsc_khz``, and
@@ -94,18 +95,22 @@ def _sections(text: str, source: str) -> tuple[list[str], dict[str, list[str]]]:
 def _role(text: str, source: str, want: str, *sections: str) -> tuple[
         list[tuple[str, float]], dict[str, list[str]] | None]:
     """(rows so far, sections) of a workload that ran, or ([('ran', 0)], None) if it did not;
-    a workload that ran must have the environment and every one of ``sections``."""
+    a workload that ran must have the environment and every one of ``sections``. The runs
+    made before each variant listed its workloads begin with ``role=`` and ``ran=`` (and give a
+    ``ran`` row); a later output has neither, as it ran."""
     top, found = _sections(text, source)
     head = keyvalue.fields("\n".join(top))
     if head.get("ran") == "0":
         return [("ran", 0.0)], None
-    if head.get("ran") != "1" or head.get("role") != want:
+    marked = "role" in head or "ran" in head
+    if marked and (head.get("ran") != "1" or head.get("role") != want):
         raise StageError(f"{source}: expected role={want} and ran=1, got role="
                          f"{head.get('role')!r} ran={head.get('ran')!r}")
     for name in ("environment", *sections):
         if name not in found:
             raise StageError(f"{source}: no '== {name}' section")
-    return [("ran", 1.0), *_environment(found["environment"], source)], found
+    return [*([("ran", 1.0)] if marked else []),
+            *_environment(found["environment"], source)], found
 
 
 def _environment(lines: list[str], source: str) -> list[tuple[str, float]]:

@@ -108,9 +108,10 @@ TALLIES = {
 """The groups a tally counts apart (:func:`tally`), and what each holds."""
 
 
-TALLY_WORDS = {verdicts.PASSED: "passed", verdicts.FAILED: "failed",
-               verdicts.HOLDS: "holds", verdicts.FAILS: "fails"}
-"""Verdicts a tally shortens, since its group already names them ("checks: 2 passed")."""
+TALLY_WORDS = {verdicts.PASSED: ("passed", "passed"), verdicts.FAILED: ("failed", "failed"),
+               verdicts.HOLDS: ("holds", "hold"), verdicts.FAILS: ("fails", "fail")}
+"""Verdicts a tally shortens, since its group already names them ("checks: 2 passed",
+"our readings: 1 holds, 2 fail"), as (one, several)."""
 
 
 def tally(card: pd.DataFrame) -> dict[str, dict[str, int]]:
@@ -134,7 +135,8 @@ def tally(card: pd.DataFrame) -> dict[str, dict[str, int]]:
 
 def tally_text(counts: dict[str, int]) -> str:
     """One group of :func:`tally` in words: "1 reproduced, 3 inconclusive here"; "none"."""
-    return ", ".join(f"{n} {TALLY_WORDS.get(v, v)}" for v, n in counts.items()) or "none"
+    return ", ".join(f"{n} {TALLY_WORDS.get(v, (v, v))[n != 1]}"
+                     for v, n in counts.items()) or "none"
 
 
 def verdict_summary(card: pd.DataFrame) -> str:

@@ -48,10 +48,9 @@ def manifest_sha256(chapter: str, run_id: str, runs_dir: Path = RUNS_DIR) -> str
 
 def _declared(chapter: str) -> tuple[list[str], int, dict[str, str]]:
     """A chapter's variants in file order, its repetitions and each variant's accelerator."""
-    meta = chapters.get(chapter).meta
-    raw = meta.get("variants") or {}
-    accel = {name: str((v or {}).get("accel") or meta.get("accel", "auto"))
-             for name, v in raw.items()}
+    ch = chapters.get(chapter)
+    meta, raw = ch.meta, ch.variants
+    accel = {name: str(v.get("accel") or meta.get("accel", "auto")) for name, v in raw.items()}
     return list(raw), int(meta.get("reps", 3)), accel
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lab.parse import keyvalue
+from lab.parse import keyvalue, sections
 
 PARSERS: dict[str, Callable[[str, str], list[tuple[str, float]]]] = {
     "keyvalue": keyvalue.parse,
+    "sections": sections.parse,
 }
 """Parser name (as a workload's ``parser:`` says) to function(text, source name)."""

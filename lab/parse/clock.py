@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 
 DONE = re.compile(r"^KB-DONE rc=(\d+)")
-"""The line the guest's init (``lab/pipeline/guest-init.sh``) prints when its workloads are
+"""The line the guest's init (``lab/pipeline/guest/guest-init.sh``) prints when its workloads are
 done: the boot stage waits for it, and this parser closes the measured window at it."""
 
 _KERNEL_LINE = re.compile(r"\[\s*(\d+\.\d+)\] (.*)")

@@ -67,3 +67,29 @@ def split(text: str, source: str, closed: bool = True) -> Sections:
     if closed and current is not None:
         raise StageError(f"{source}: section {current!r} is not closed before end=ok")
     return Sections(head, body)
+
+
+def parse(text: str, source: str) -> list[tuple[str, float]]:
+    """The numbers of a closed-layout output: ``<key>`` for each head line and
+    ``<section>.<key>`` for each section's, from ``key=value`` lines whose value is a number
+    (a label such as ``mode=async`` is left out). A section with no number fails: its program
+    printed nothing the book could use."""
+    out = split(text, source)
+    rows = _numbers(out.head, "")
+    for name, lines in out.body.items():
+        found = _numbers(lines, f"{name}.")
+        if not found:
+            raise StageError(f"{source}: section {name!r} has no key=value numbers: "
+                             f"{lines[:3]}")
+        rows += found
+    return rows
+
+
+def _numbers(lines: list[str], prefix: str) -> list[tuple[str, float]]:
+    rows = []
+    for key, value in keyvalue.fields("\n".join(lines)).items():
+        try:
+            rows.append((f"{prefix}{key}", float(value)))
+        except ValueError:
+            continue
+    return rows

@@ -45,19 +45,21 @@ def cmd_accel(a: argparse.Namespace) -> None:
     AccelStamp(accel=chosen).write(a.out)
 
 
-def job_dir(job: Path, exp: experiment.Experiment, programs: Path,
-             modules: Path | None = None) -> None:
-    """Fill a boot's job directory: guest init, workloads, programs and, when the variant's
-    build made modules, its ``modules_install`` tree as ``modules/`` (a workload insmods from
-    it, so the guest always loads the modules of the kernel it booted)."""
+def job_dir(job: Path, exp: experiment.Experiment, variant: str, programs: Path,
+            modules: Path | None = None) -> None:
+    """Fill a boot's job directory: guest init, the guest library (``lib.sh``), the
+    variant's workloads, programs and, when the variant's build made modules, its
+    ``modules_install`` tree as ``modules/`` (a workload insmods from it, so the guest always
+    loads the modules of the kernel it booted)."""
     shutil.rmtree(job, ignore_errors=True)
     (job / "workloads").mkdir(parents=True)
-    shutil.copyfile(ROOT / "lab" / "pipeline" / "guest-init.sh", job / "guest-init.sh")
+    for name in ("guest-init.sh", "lib.sh"):
+        shutil.copyfile(ROOT / "lab" / "pipeline" / "guest" / name, job / name)
     shutil.copytree(programs, job / "bin")
     if modules is not None and modules.is_dir():
         shutil.copytree(modules, job / "modules", symlinks=True)
     names = []
-    for w in exp.workloads:
+    for w in exp.workloads_of(variant):
         shutil.copyfile(exp.chapter.path(w["script"]), job / "workloads" / f"{w['name']}.sh")
         names.append(w["name"])
     (job / "job.env").write_text(
@@ -80,7 +82,7 @@ def cmd_boot(a: argparse.Namespace) -> None:
     with stage("boot", label, console):
         artifacts = Path(BuildStamp.read(a.build).artifacts)
         tools_bin = Path(ToolsStamp.read(a.tools).bin)
-        job_dir(tmp / "job", exp, tools_bin, artifacts / "modules")
+        job_dir(tmp / "job", exp, v.name, tools_bin, artifacts / "modules")
         initrd = tools_bin / v.initrd if v.initrd else None
         if initrd and not initrd.is_file():
             raise StageError(f"{label}: initrd {v.initrd!r} is not a program the tools stage "
@@ -97,7 +99,7 @@ def cmd_boot(a: argparse.Namespace) -> None:
         sums = vm.verify_output(tmp / "out", label)
         status = dict(line.split() for line in (tmp / "out" / "status.txt").read_text()
                       .splitlines() if line.strip())
-        for w in exp.workloads:
+        for w in exp.workloads_of(v.name):
             if status.get(w["name"]) != "0":
                 rc = status.get(w["name"], "missing")
                 err = (tmp / "out" / f"{w['name']}.err").read_text(errors="replace")[-500:]

@@ -42,6 +42,9 @@ class Variant:
     """Boots of this variant: the chapter's ``reps`` unless the variant sets its own (a
     deterministic icount cell or a lockdep kernel that only has to show a warning needs one
     boot, not the timed cells' count); make's REPS= overrides both."""
+    workloads: tuple[str, ...] = ()
+    """The names of the workloads its boots run: the variant's ``workloads`` or, without
+    them, every workload of the chapter."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,11 @@ class Experiment:
         """The config fragment files of a variant, in merge order."""
         return [self.chapter.fragment(f) for f in self.all_variants[variant].fragments]
 
+    def workloads_of(self, variant: str) -> list[dict[str, Any]]:
+        """The workloads (as ``chapter.yaml`` lists them) that ``variant``'s boots run."""
+        wanted = self.all_variants[variant].workloads
+        return [w for w in self.workloads if w["name"] in wanted]
+
     def cited(self) -> dict[tuple[str, str], str | dict[str, str]]:
         """(workload, metric) -> the cited id it re-measures, or {variant: id}."""
         return {(w["name"], metric): cid for w in self.workloads
@@ -213,8 +221,7 @@ def load(chapter: chapters.Chapter | str, accel: str | None = None, reps: int | 
         raise StageError(f"ACCEL={accel} is not one of auto, kvm, tcg, icount")
     base_machine = raw.get("machine", {})
     variants = {}
-    for name, v in raw["variants"].items():
-        v = v or {}
+    for name, v in ch.variants.items():
         variants[name] = Variant(
             name, str(v.get("tree", "patched")),
             tuple(raw.get("fragments", [])) + tuple(v.get("fragments", [])),
@@ -226,6 +233,7 @@ def load(chapter: chapters.Chapter | str, accel: str | None = None, reps: int | 
             str(v.get("build_fails", "")),
             str(v.get("initrd", "")),
             int(reps if reps is not None else v.get("reps", raw.get("reps", 3))),
+            tuple(v.get("workloads") or [w["name"] for w in raw.get("workloads", [])]),
         )
     every = dict(variants)
     if only:

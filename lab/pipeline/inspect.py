@@ -340,9 +340,9 @@ def cmd_inspect(a: argparse.Namespace) -> None:
             ser = series.load(exp.series)
             functions = forced_inline([p for p in ser.patches
                                                if p not in ser.instrument])
-            listings = {c: tool("objdump", "-d", "--no-show-raw-insn", f"--disassemble={c}",
+            objdumps = {c: tool("objdump", "-d", "--no-show-raw-insn", f"--disassemble={c}",
                                 f"{build.BUILD}/vmlinux") for c in callers}
-            found = evidence(nm, listings, functions)
+            found = evidence(nm, objdumps, functions)
         if wanted.get("calls"):
             # the whole image's listing is large: keep function headers and lines naming a target
             names = "|".join(re.escape(t) for t in wanted["calls"])

@@ -50,9 +50,10 @@ def cmd_parse(a: argparse.Namespace) -> None:
     label = f"{exp.name}/{booted.variant}/rep{booted.rep}"
     with stage("parse", label, None):
         out = boot_dir / "out"
+        ran = exp.workloads_of(booted.variant)
         texts = {w["name"]: (out / f"{w['name']}.out").read_text(errors="replace")
-                 for w in exp.workloads}
-        stamp = ParsedStamp(**parse_boot(exp.name, list(exp.workloads), texts,
+                 for w in ran}
+        stamp = ParsedStamp(**parse_boot(exp.name, ran, texts,
                                          (out / "guest-info.txt").read_text(), label),
                             variant=booted.variant, rep=booted.rep, boot=str(boot_dir))
     stamp.write(a.out)

@@ -307,6 +307,7 @@ def cmd_publish(a: argparse.Namespace) -> None:
                 "tree": v.tree, "commit": built.commit, "compiler": v.compiler,
                 "reps": v.reps,
                 "config_sha256": built.config_sha256, "boot": v.boot,
+                "workloads": list(v.workloads),
                 "fragments": list(v.fragments), "kconfig_start": exp.kconfig_start,
                 "cmdline": reps[0]["cmdline"] if reps else vm.kernel_cmdline(v.cmdline),
                 "accel_requested": v.accel,

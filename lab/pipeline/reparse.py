@@ -60,8 +60,10 @@ def reparse(run_dir: Path, into: Path | None = None) -> Path:
         raw = run_dir / "raw" / variant / f"rep{rep}"
         # a comparison's output sits in its patched boot's directory
         # (lab.pipeline.experiment.Compare)
-        mine = [*workloads, *({"name": c["workload"], "parser": c["parser"]} for c in compared
-                              if c["patched"] == variant and int(rep) <= c["reps"])]
+        ran = manifest["variants"][variant].get("workloads")  # absent: all (earlier runs)
+        mine = [*(w for w in workloads if ran is None or w["name"] in ran),
+                *({"name": c["workload"], "parser": c["parser"]} for c in compared
+                  if c["patched"] == variant and int(rep) <= c["reps"])]
         missing = [w["name"] for w in mine if not (raw / f"{w['name']}.out.gz").is_file()]
         if missing:
             raise StageError(f"{raw}: no raw output of workload(s) {missing}; this run cannot "

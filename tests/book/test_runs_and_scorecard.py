@@ -495,6 +495,9 @@ def test_tallies_keep_the_three_kinds_apart_and_never_count_a_check_as_support()
     assert views.verdict_summary(card) == (
         "claims: 1 direction confirmed, 1 inconclusive here; mechanism rows: 1 direction "
         "confirmed; our readings: 1 holds; checks: 2 passed")
+    two = pd.concat([card, pd.DataFrame([_row(kind="mechanism", row_kind=verdicts.MECHANISM,
+                                              ours_reading=True, verdict=verdicts.HOLDS)])])
+    assert "our readings: 2 hold;" in views.verdict_summary(two)
     counted = views.counts(card.assign(id=[f"r{i}" for i in range(len(card))]),
                                pd.DataFrame({"id": []}))
     assert (counted["check"], counted["check-support"]) == (2, 0)

@@ -1,21 +1,25 @@
 """Chapters are directories that shared code finds: discovery, validation, the experiment.
 
 A mistake in a chapter.yaml must surface as a message naming the file and the key, before any
-build; a new chapter must need no change to any shared file (the last test builds one).
+build; a new chapter, of the book or not, must need no change to any shared file (the last two
+tests build one).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lab import ROOT, chapters
+from lab.book import claims
 from lab.command import StageError
 from lab.pipeline import experiment
 
@@ -99,6 +103,9 @@ def test_smoke_experiment_and_make_overrides() -> None:
     assert exp.variants["patched"].accel == "tcg"
     assert exp.variants["patched-icount"].accel == "icount"
     assert exp.build_name("patched-icount") == "patched"
+    # a variant runs the workloads it lists, or all of them
+    assert [w["name"] for w in exp.workloads_of("baseline")] == ["getpid"]
+    assert [w["name"] for w in exp.workloads_of("patched-icount")] == ["getpid", "clock"]
     assert set(experiment.load("smoke", only=["patched"]).variants) == {"patched"}
     with pytest.raises(StageError, match=r"has no variant\(s\) \['nope'\]"):
         experiment.load("smoke", only=["nope"])
@@ -121,6 +128,33 @@ def test_the_experiment_key_follows_what_boots_not_how_the_book_names_it(here: P
     assert key(SMOKE_LIKE + "      patched: {tree: baseline, cmdline: quiet}\n") != first
     assert key(SMOKE_LIKE.replace("book: false", "book: false\n    reps: 2")) != first
     assert key(SMOKE_LIKE.replace("name: getpid", "name: other")) != first
+
+
+def test_a_matrix_makes_each_listed_variant_again_after_the_last_of_them(here: Path) -> None:
+    write_chapter(here, "m", SMOKE_LIKE + (
+        "      patched: {tree: baseline, cmdline: quiet}\n"
+        "      other: {tree: baseline}\n"
+        "    matrix:\n"
+        "      icount: {of: [baseline, patched], with: {accel: icount, reps: 1}}\n"))
+    exp = experiment.load("m")
+    assert list(exp.variants) == ["baseline", "patched", "baseline-icount", "patched-icount",
+                                  "other"]
+    made = exp.variants["patched-icount"]
+    assert (made.accel, made.reps, made.cmdline, made.tree) == ("icount", 1, "quiet", "baseline")
+    assert exp.build_name("patched-icount") == "baseline"
+
+
+@pytest.mark.parametrize(("matrix", "message"), [
+    ("{x: {of: [nope], with: {reps: 1}}}", r"matrix.x.of: 'nope' is not a variant"),
+    ("{icount: {of: [baseline], with: {reps: 1}}}",
+     r"matrix.icount: baseline-icount is a variant already"),
+])
+def test_a_matrix_names_only_variants_and_makes_no_name_twice(here: Path, matrix: str,
+                                                              message: str) -> None:
+    write_chapter(here, "m", SMOKE_LIKE + "      baseline-icount: {tree: baseline}\n"
+                  f"    matrix: {matrix}\n")
+    with pytest.raises(StageError, match=message):
+        chapters.get("m")
 
 
 def test_variant_settings_extend_the_chapter(here: Path) -> None:
@@ -214,7 +248,11 @@ def test_a_build_expected_to_fail_never_boots_and_has_a_build_of_its_own(here: P
     (lambda y: y.replace("fragments: [boot]", "fragments: [bot]"),
      r"chapter.yaml:\n  fragments: config fragment 'bot' not found"),
     (lambda y: y.replace("parser: keyvalue", "parser: keyvalu"),
-     r"workloads\[0\].parser: unknown parser 'keyvalu'; this chapter has \['keyvalue'\]"),
+     r"workloads\[0\].parser: unknown parser 'keyvalu'; this chapter has "
+     r"\['keyvalue', 'sections'\]"),
+    (lambda y: y.replace("baseline: {tree: baseline}",
+                         "baseline: {tree: baseline, workloads: [getpid, clock]}"),
+     r"variants.baseline.workloads: 'clock' is not one of workloads \['getpid'\]"),
     (lambda y: y.replace("parser: keyvalue", "parser: keyvalue, cited: {marker: x-1}"),
      r"workloads\[0\].cited.marker: 'x-1' is not an id of data/cited/bad.yaml"),
     (lambda y: y.replace("/chapters/smoke/guest/getpid.sh", "guest/missing.sh"),
@@ -299,7 +337,46 @@ entries:
 """
 
 
-def test_a_new_chapter_touches_only_its_own_files(tmp_path: Path) -> None:
+TOY_CHAPTER = """\
+    title: a throw-away chapter
+    order: 99
+    book: false
+    fragments: [boot, /chapters/smoke/configs/smoke.config]
+    kconfig_start: tinyconfig
+    tools: {dir: /chapters/smoke/guest, programs: [getpid]}
+    workloads:
+      - name: getpid
+        script: /chapters/smoke/guest/getpid.sh
+        parser: toy
+        cited: {marker: toy-marker}
+    reps: 1
+    variants:
+      baseline: {tree: baseline}
+"""
+
+TOY_RUN = """\
+from lab.pipeline import publish
+rec = {"variant": "baseline", "rep": 1, "accel": "tcg",
+       "rows": {"getpid": [("marker", 1.0)]}, "dir": "unused"}
+publish.publish("toy", "20260101T000000Z-tcg", lambda tmp: publish.write_run(
+    tmp, {"results.csv": publish.results_csv(
+        "toy", [rec], {("getpid", "marker"): "toy-marker"})},
+    {"chapter": "toy", "variants": {"baseline": {}}}))
+"""
+"""A published run of the toy chapter: one boot whose marker is 1."""
+
+TOY_SCORED = """\
+from lab.analysis import cited, judges, runs, scorecard
+frame = cited.to_frame(cited.load_all())
+card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame))
+row = card.set_index("id").loc["toy-marker"]
+print(row["ours"], "|", row["verdict"], "|", row["reason"])
+"""
+
+
+def toy_tree(tmp_path: Path, chapter: str) -> tuple[Path, dict[str, bytes], Callable[..., str]]:
+    """A copy of the repository's files (no runs) with the toy chapter's own files added:
+    the copy, the shared files' bytes before, and a runner of Python in the copy."""
     tree = tmp_path / "tree"
     listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard"],
                             capture_output=True, text=True, check=True).stdout.split()
@@ -308,23 +385,9 @@ def test_a_new_chapter_touches_only_its_own_files(tmp_path: Path) -> None:
             (tree / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, tree / rel)
     shared = {rel: (tree / rel).read_bytes() for rel in listed if (tree / rel).is_file()}
-    write_chapter(tree / "chapters", "toy", """\
-        title: a throw-away chapter
-        order: 99
-        book: false
-        fragments: [boot, /chapters/smoke/configs/smoke.config]
-        kconfig_start: tinyconfig
-        tools: {dir: /chapters/smoke/guest, programs: [getpid]}
-        workloads:
-          - name: getpid
-            script: /chapters/smoke/guest/getpid.sh
-            parser: toy
-            cited: {marker: toy-marker}
-        reps: 1
-        variants:
-          baseline: {tree: baseline}
-    """, **{"parse.py": "from lab.parse import keyvalue\n\nPARSERS = {'toy': keyvalue.parse}\n",
-            "analysis.py": TOY_ANALYSIS})
+    write_chapter(tree / "chapters", "toy", chapter, **{
+        "parse.py": "from lab.parse import keyvalue\n\nPARSERS = {'toy': keyvalue.parse}\n",
+        "analysis.py": TOY_ANALYSIS})
     (tree / "patches" / "toy").mkdir(parents=True)
     (tree / "patches" / "toy" / "series").write_text("")
     (tree / "data" / "cited" / "toy.yaml").write_text(TOY_CITED)
@@ -337,6 +400,11 @@ def test_a_new_chapter_touches_only_its_own_files(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return proc.stdout
 
+    return tree, shared, py
+
+
+def test_a_new_chapter_touches_only_its_own_files(tmp_path: Path) -> None:
+    tree, shared, py = toy_tree(tmp_path, TOY_CHAPTER)
     # discovered and validated
     assert "toy: 1 variants, 1 builds, 1 boots" in py("-m", "lab.pipeline", "check")
     # in the DAG, beside another chapter
@@ -345,21 +413,66 @@ def test_a_new_chapter_touches_only_its_own_files(tmp_path: Path) -> None:
              "chapters=toy,smoke", f"python={sys.executable}")
     assert "published/toy/" in dag and "published/smoke/" in dag, dag
     # scored: a run of the toy chapter, published and judged by its own analysis.py
-    script = textwrap.dedent("""\
-        from pathlib import Path
-        from lab.analysis import cited, judges, runs, scorecard
-        from lab.pipeline import publish
-        rec = {"variant": "baseline", "rep": 1, "accel": "tcg",
-               "rows": {"getpid": [("marker", 1.0)]}, "dir": "unused"}
-        publish.publish("toy", "20260101T000000Z-tcg", lambda tmp: publish.write_run(
-            tmp, {"results.csv": publish.results_csv(
-                "toy", [rec], {("getpid", "marker"): "toy-marker"})},
-            {"chapter": "toy", "variants": {"baseline": {}}}))
-        frame = cited.to_frame(cited.load_all())
-        card = scorecard.build(frame, runs.measured_for_cited(), judges.judged(frame))
-        row = card.set_index("id").loc["toy-marker"]
-        print(row["ours"], "|", row["verdict"], "|", row["reason"])
-    """)
-    assert py("-c", script).strip() == "1 | toy verdict | toy judge ran"
+    py("-c", TOY_RUN)
+    assert py("-c", TOY_SCORED).strip() == "1 | toy verdict | toy judge ran"
     changed = [rel for rel, data in shared.items() if (tree / rel).read_bytes() != data]
     assert changed == [], f"adding a chapter changed shared files: {changed}"
+
+
+TOY_NOTEBOOK = """\
+---
+jupytext:
+  text_representation: {extension: .md, format_name: myst}
+kernelspec: {display_name: Python 3, language: python, name: python3}
+kernelbook:
+  reads: [data/cited/toy.yaml, data/runs/toy/**/*, chapters/toy/**/*]
+---
+
+# Toy: the cited number and ours
+
+```{code-cell} python
+from lab.analysis import runs
+from lab.book import notebook
+
+notebook.setup()
+section = notebook.cited_section("toy")
+marker = runs.metric_values(section.runs[-1], "baseline", "getpid", "marker").mean()
+notebook.glue_text("toy-marker-ours", f"{marker:g}")
+notebook.claim("toy-marker-set", marker == 1, "the baseline's marker is set")
+```
+"""
+
+TOY_PAGE = """\
+# A throw-away chapter
+
+The author saw {glue:text}`/notebooks/toy.md::toy-marker`; our boot printed
+{glue:text}`/notebooks/toy.md::toy-marker-ours`, more than
+none{claim}`/notebooks/toy.md::toy-marker-set`.
+"""
+
+
+def test_a_new_book_chapter_touches_only_its_own_files(tmp_path: Path) -> None:
+    """A chapter of the book adds its page and notebook to its own files: the book lists it
+    after the others, its notebook runs on its committed run and asserts its sentence, the
+    page's claim marker names that assertion, and its judge scores it; no shared file
+    changes."""
+    tree, shared, py = toy_tree(tmp_path, TOY_CHAPTER.replace("book: false", "book: true"))
+    (tree / "book" / "toy.md").write_text(TOY_PAGE)
+    (tree / "notebooks" / "toy.md").write_text(TOY_NOTEBOOK)
+    assert py("-c", "from lab import chapters; print([c.name for c in chapters.book()])"
+              ).strip().endswith("'toy']")
+    py("-c", TOY_RUN)
+    executed = tmp_path / "toy.ipynb"
+    py("-m", "jupytext", "--to", "ipynb", "--execute", "notebooks/toy.md", "-o", str(executed))
+    glued = {o["metadata"]["scrapbook"]["name"]:
+             o["data"]["application/papermill.record/text/plain"]
+             for cell in json.loads(executed.read_text())["cells"]
+             for o in cell.get("outputs", [])
+             if "application/papermill.record/text/plain" in o.get("data", {})}
+    assert glued["toy-marker-ours"] == "'1'" and glued["toy-marker"] == "'1'", glued
+    page = (tree / "book" / "toy.md").read_text()
+    backings = [claims.parse(m) for m in claims.markers(page)]
+    assert backings and all(claims.asserted_in(tree, b) for b in backings)
+    assert py("-c", TOY_SCORED).strip() == "1 | toy verdict | toy judge ran"
+    changed = [rel for rel, data in shared.items() if (tree / rel).read_bytes() != data]
+    assert changed == [], f"adding a book chapter changed shared files: {changed}"

@@ -77,3 +77,11 @@ def test_broken_sections_fail_naming_file_and_line(text: str, closed: bool,
                                                   message: str) -> None:
     with pytest.raises(StageError, match=message):
         sections.split(text, "nop.out", closed)
+
+
+def test_the_sections_parser_gives_each_section_s_numbers_under_its_name() -> None:
+    rows = PARSERS["sections"]("cpus=2\nmode=async\n== clock\ntsc=1\nuptime_s=1.25\n"
+                               "== end clock\nend=ok\n", "clock.out")
+    assert rows == [("cpus", 2.0), ("clock.tsc", 1.0), ("clock.uptime_s", 1.25)]
+    with pytest.raises(StageError, match=r"clock.out: section 'clock' has no key=value numbers"):
+        sections.parse("== clock\nsource=tsc\n== end clock\nend=ok\n", "clock.out")

@@ -78,6 +78,18 @@ def test_smoke_chapter_end_to_end(runs_tmp, data_unchanged) -> None:
     assert manifest["experiment"]["compare"][0]["workload"] == "marker-vs-baseline"
     # what a guest kept for the comparison is never published
     assert not [f for f in manifest["files"] if "/keep/" in f]
+    # a boot runs its variant's workloads alone: only the icount variant lists the clock
+    # workload, which prints through the guest library and is read by the sections parser
+    assert manifest["variants"]["baseline"]["workloads"] == ["getpid"]
+    assert manifest["variants"]["patched-icount"]["workloads"] == ["getpid", "clock"]
+    assert {m for v, m in value if m.startswith("clock.")} == {"clock.tsc", "clock.uptime_s"}
+    assert {v for v, m in value if m.startswith("clock.")} == {"patched-icount"}
+    assert not [f for f in manifest["files"] if "/clock." in f and "patched-icount" not in f]
+    assert "raw/patched-icount/rep1/clock.out.gz" in manifest["files"]
+    # the inspect stage kept the listing it was asked for, once per kernel
+    listed = variants["patched"]["inspect"]["evidence"]["listings"]["__x64_sys_getpid"]
+    assert listed["instructions"] > 0
+    assert "raw/patched/disassembly.txt.gz" in manifest["files"]
     # under -icount shift=0 the guest's clock and TSC both count instructions
     tsc, ns = value[("patched-icount", "tsc_total")], value[("patched-icount", "ns_total")]
     assert abs(tsc - ns) / ns < 0.01

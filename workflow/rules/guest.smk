@@ -13,8 +13,9 @@ def tool_sources(wc):
 
 
 def workload_scripts(wc):
+    """The scripts of the workloads the variant's boots run."""
     exp = exp_of(wc)
-    return [str(exp.chapter.path(w["script"])) for w in exp.workloads]
+    return [str(exp.chapter.path(w["script"])) for w in exp.workloads_of(wc.variant)]
 
 
 def parser_code(wc):
@@ -108,13 +109,14 @@ rule boot:
         tools=lambda wc: f"tools/{wc.chapter}/{exp_of(wc).build_name(wc.variant)}/tools.json",
         accel="accel/{chapter}/{key}.json",
         scripts=workload_scripts,
-        init=str(REPO / "lab" / "pipeline" / "guest-init.sh"),
+        guest=[str(REPO / "lab" / "pipeline" / "guest" / f) for f in ("guest-init.sh", "lib.sh")],
     output:
         temp(directory("boot/{chapter}/{key}/{variant}/rep{rep}")),
     params:
         args=boot_args,
         variant=lambda wc: repr(exp_of(wc).variants[wc.variant]),
-        workloads=lambda wc: repr([(w["name"], w["script"]) for w in exp_of(wc).workloads]),
+        workloads=lambda wc: repr([(w["name"], w["script"])
+                                   for w in exp_of(wc).workloads_of(wc.variant)]),
         timeouts=lambda wc: (exp_of(wc).boot_timeout, exp_of(wc).workload_timeout),
     benchmark:
         "benchmarks/{chapter}/{key}/boot-{variant}-rep{rep}.tsv"
@@ -135,7 +137,8 @@ rule parse:
         temp("parsed/{chapter}/{key}/{variant}/rep{rep}.json"),
     params:
         args=boot_args,
-        parsers=lambda wc: [w.get("parser", "keyvalue") for w in exp_of(wc).workloads],
+        parsers=lambda wc: [w.get("parser", "keyvalue")
+                            for w in exp_of(wc).workloads_of(wc.variant)],
     shell:
         "{LAB} parse {params.args} --boot {input.boot} --out {output}"
 

@@ -1,38 +1,17 @@
 # Sourced by the io-wq chapter's workload scripts (a tools-stage program, so in /tmp/kb/bin):
-# the role check, the failure rule and the perf set-up they share.
-#
-# A kernel's role comes from its command line (iowq.role=timed|race, chapter.yaml variants):
-# a workload of another role prints "ran=0" and "end=ok" and stops, so every boot's output
-# says what ran on it. Any failure prints "error=<reason>" and exits non-zero: the boot fails
-# and nothing is published.
-BIN=/tmp/kb/bin
-W=/tmp/work
+# the perf set-up and the HTTP servers they share, over the guest library (lab/pipeline/guest/
+# lib.sh: fail, sections, finish). A boot runs only its variant's workloads (chapter.yaml
+# variants): the timed kernels the profiles, the race kernels the lost-wakeup test, the
+# lock-statistics kernels the flood on /proc/lock_stat. Any failure prints "error=<reason>" and
+# exits non-zero: the boot fails and nothing is published.
+. /tmp/kb/lib.sh
+
 # perf record's sampling rate: co-prime with HZ=1000, so samples do not fall in step with the tick
 FREQ=997
 # where the symbols whose samples say where a CPU spun or waited with interrupts off: the
 # qspinlock slowpath (spinning with interrupts on) and the functions that enable interrupts
 # again (a cpu-clock sample is an hrtimer interrupt, taken only then)
 SPIN_SYMBOLS=queued_spin_lock_slowpath,_raw_spin_unlock_irq,_raw_spin_unlock_irqrestore,finish_task_switch.isra.0
-
-fail() {
-	echo "error=$*"
-	echo "error=$*" >&2
-	exit 1
-}
-
-# only_role <role>: continue only on a kernel booted with iowq.role=<role>
-only_role() {
-	role=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^iowq\.role=//p')
-	[ -n "$role" ] || fail "no iowq.role= on the kernel command line (chapter.yaml variants)"
-	echo "role=$role"
-	if [ "$role" != "$1" ]; then
-		echo "ran=0"
-		echo "end=ok"
-		exit 0
-	fi
-	echo "ran=1"
-	mkdir -p $W
-}
 
 # perf_setup: symbols and samples for root without restrictions, and a check that the
 # kernel's symbols are readable (else every row would be an address)
@@ -47,23 +26,23 @@ perf_setup() {
 # report <perf.data>: the flat profile in perf's field-separated layout: overhead, samples,
 # shared object, symbol (kernel and user rows alike; no call graph, no children)
 report() {
-	echo "== report $1"
+	section "report $1"
 	perf report -i "$W/$1" --stdio -q -g none --no-children -n --sort dso,sym \
 		--percent-limit 0 -t ';' 2> "$W/$1.report.err" ||
 		fail "perf report -i $1 failed: $(tail -n 3 "$W/$1.report.err" | tr '\n' '|')"
-	echo "== end report $1"
+	end_section "report $1"
 }
 
 # callers <perf.data>: for each of $SPIN_SYMBOLS, its call chains folded into one line each
 # with their sample counts (perf report -g folded,...,count), callee first, 8 frames at most:
 # which function's lock the samples spun on, or which unlock let the timer in
 callers() {
-	echo "== callers $1"
+	section "callers $1"
 	perf report -i "$W/$1" --stdio -q --no-children -n --sort sym -t ';' --max-stack 8 \
 		-g folded,0,callee,function,count --percent-limit 0 --percentage absolute \
 		-S "$SPIN_SYMBOLS" 2> "$W/$1.callers.err" ||
 		fail "perf report -g folded -i $1 failed: $(tail -n 3 "$W/$1.callers.err" | tr '\n' '|')"
-	echo "== end callers $1"
+	end_section "callers $1"
 }
 
 # keep <perf.data>: the recording and the build-id cache perf record filled (the kernel's
@@ -133,10 +112,10 @@ load() {
 	for p in "$@"; do
 		urls="$urls http://127.0.0.1:$PORT$p"
 	done
-	echo "== load"
+	section load
 	h2load --h1 -n "$count" -c $CONNECTIONS -t 1 $urls 2> $W/load.err | grep -v '^progress:' ||
 		fail "h2load failed: $(tail -n 3 $W/load.err | tr '\n' '|')"
-	echo "== end load"
+	end_section load
 }
 
 # unserve: stop the server (SIGTERM: it prints its counts and exits 0), then perf record
@@ -144,8 +123,8 @@ unserve() {
 	pkill -TERM -x httpd || fail "no httpd to stop: $(tail -n 3 $W/record.err | tr '\n' '|')"
 	wait $SERVER_PID
 	rc=$?
-	echo "== server"
+	section server
 	cat $W/httpd.out
 	[ $rc -eq 0 ] || fail "perf record -- httpd exited $rc: $(tail -n 3 $W/record.err | tr '\n' '|')"
-	echo "== end server"
+	end_section server
 }

@@ -9,18 +9,17 @@ set -u
 OPS=200000
 CLASSES='^ *(&acct->lock|&acct->workers_lock|&wq->lock|&hash->wait|&worker->lock|&wq->hash->wait)'
 
-only_role lockstat
 [ -w /proc/lock_stat ] || fail "no writable /proc/lock_stat (CONFIG_LOCK_STAT)"
 grep -q 'lockdep is off\|turned off' /proc/lockdep_stats 2>/dev/null &&
 	fail "lockdep turned itself off: its statistics are incomplete"
 echo 0 > /proc/lock_stat
-echo "== flood"
+section flood
 $BIN/nop --async --ops $OPS --timeout 300 || fail "nop --async failed"
-echo "== end flood"
-echo "== lock_stat"
+end_section flood
+section lock_stat
 grep -m 1 'class name' /proc/lock_stat
 grep -E "$CLASSES[^:]*:" /proc/lock_stat
-echo "== end lock_stat"
+end_section lock_stat
 dmesg | grep -q 'WARNING:\|BUG:\|possible recursive locking\|circular locking' &&
 	fail "lockdep reported a problem: $(dmesg | grep -m 1 'WARNING:\|BUG:\|locking')"
-echo "end=ok"
+finish

@@ -18,39 +18,38 @@ OPS=5000000
 LOCK_OPS=1000000
 STAT_OPS=1000000
 
-only_role timed
 perf_setup
 
-echo "== control"
+section control
 $BIN/nop --ops $OPS --timeout 200 || fail "nop (inline control) failed"
-echo "== end control"
+end_section control
 
-echo "== async"
+section async
 perf --buildid-dir $W/buildid record -q -g -e cpu-clock -F $FREQ -o $W/nop.data -- \
 	$BIN/nop --async --ops $OPS --timeout 300 > $W/async.out 2> $W/record.err
 rc=$?
 cat $W/async.out
 [ $rc -eq 0 ] || fail "perf record -- nop --async exited $rc: $(tail -n 3 $W/record.err | tr '\n' '|')"
-echo "== end async"
+end_section async
 report nop.data
 callers nop.data
 keep nop.data
-echo "== stat"
+section stat
 perf stat -x ';' -e context-switches,cpu-migrations,task-clock -o $W/stat.txt -- \
 	$BIN/nop --async --ops $STAT_OPS --timeout 300 > $W/stat.out 2> $W/stat.err ||
 	fail "perf stat -- nop --async failed: $(tail -n 3 $W/stat.err | tr '\n' '|')"
 cat $W/stat.out
 grep -v '^#' $W/stat.txt | grep .
-echo "== end stat"
+end_section stat
 
-echo "== lock"
+section lock
 perf lock record -q -o $W/lock.data -- \
 	$BIN/nop --async --ops $LOCK_OPS --timeout 300 > $W/lock.out 2> $W/lock.err
 rc=$?
 cat $W/lock.out
 [ $rc -eq 0 ] || fail "perf lock record -- nop --async exited $rc: $(tail -n 3 $W/lock.err | tr '\n' '|')"
-echo "== end lock"
-echo "== contention"
+end_section lock
+section contention
 # perf lock prints its table to stderr unless --output names a file. The callers: the
 # recorded stack starts in queued_spin_lock_slowpath (the trace event's site), so one frame
 # is skipped and perf skips the lock functions after it
@@ -58,5 +57,5 @@ perf lock contention -i $W/lock.data -E 1000 -F contended,wait_total,wait_max,av
 	--stack-skip 1 -x ';' --output $W/contention.txt 2> $W/contention.err ||
 	fail "perf lock contention failed: $(tail -n 3 $W/contention.err | tr '\n' '|')"
 cat $W/contention.txt
-echo "== end contention"
-echo "end=ok"
+end_section contention
+finish

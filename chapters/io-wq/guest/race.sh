@@ -8,8 +8,7 @@ set -u
 TRIALS=200
 BOUND_MS=100
 
-only_role race
-echo "== lostwake"
+section lostwake
 $BIN/lostwake --trials $TRIALS --bound-ms $BOUND_MS || fail "lostwake failed"
-echo "== end lostwake"
-echo "end=ok"
+end_section lostwake
+finish

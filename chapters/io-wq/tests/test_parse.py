@@ -160,6 +160,18 @@ def test_a_workload_of_another_role_is_one_row() -> None:
     assert rows("nop", "nop-race-kernel.out") == {"ran": 0.0}
 
 
+@pytest.mark.parametrize(("name", "parser"), [("nop-k0.out", "nop"), ("php-k0.out", "php"),
+                                              ("race-p8.out", "race"),
+                                              ("lockstat-k2.out", "lockstat")])
+def test_an_output_of_a_variant_that_lists_its_workloads_has_no_role(name, parser) -> None:
+    """Since each variant lists its workloads, a script prints no role= and ran= head: the
+    rows are those of the earlier output, less its ``ran`` row."""
+    earlier = parse.PARSERS[parser](text(name), name)
+    head = re.sub(r"^(role|ran)=.*\n", "", text(name), flags=re.M)
+    assert head != text(name)
+    assert parse.PARSERS[parser](head, name) == [r for r in earlier if r[0] != "ran"]
+
+
 @pytest.mark.parametrize(("name", "parser", "edit", "message"), [
     ("nop-k0.out", "nop", lambda t: t.replace("end=ok", ""), "truncated"),
     ("nop-k0.out", "nop", lambda t: t.replace("== end async\n", ""), "is not closed"),
@@ -183,7 +195,8 @@ def test_a_workload_of_another_role_is_one_row() -> None:
     ("race-p8.out", "race", lambda t: re.sub(r"lost=\d+\n", "", t), "no trials= or lost="),
     ("lockstat-k2.out", "lockstat", lambda t: re.sub(r".*&acct->lock:.*\n", "", t),
      "no &acct->lock class"),
-    ("nop-race-kernel.out", "nop", lambda t: t.replace("role=race\n", ""), "no role= and ran="),
+    ("nop-race-kernel.out", "nop", lambda t: t.replace("role=race\n", ""),
+     "a role= line needs a ran= line"),
     # a folded chain lost: the chains no longer add up to the symbol's samples
     ("nop-k2-callers.out", "nop", lambda t: re.sub(r"(== callers nop.data\n.*\n)\d+ .*\n",
                                                    r"\1", t), "count .* samples, its line"),

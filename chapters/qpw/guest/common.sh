@@ -1,12 +1,9 @@
-# Sourced by the qpw chapter's workload scripts (a tools-stage program, so in /tmp/kb/bin):
-# the role check, the failure rule and the facts about the booted kernel that every role prints.
-#
-# A kernel's role comes from its command line (qpw.role=kmalloc|isolation|debug, chapter.yaml
-# variants): a workload of another role prints "ran=0" and "end=ok" and stops, so every boot's
-# output says what ran on it. Any failure prints "error=<reason>" and exits non-zero: the boot
-# fails and nothing is published.
-BIN=/tmp/kb/bin
-W=/tmp/work
+# Sourced by the qpw chapter's workload scripts (a tools-stage program, so in /tmp/kb/bin): the
+# facts about the booted kernel that every workload prints and the kernel-log helpers, over the
+# guest library (lab/pipeline/guest/lib.sh: fail, sections, finish). A boot runs only its
+# variant's workloads (chapter.yaml variants). Any failure prints "error=<reason>" and exits
+# non-zero: the boot fails and nothing is published.
+. /tmp/kb/lib.sh
 
 # dmesg reads one snapshot of the kernel's ring buffer (syslog(2)). Its default, /dev/kmsg, is
 # read until drained, and on a kernel that warns on every slab refill (v4's lockdep assertion)
@@ -15,32 +12,12 @@ dmesg() {
 	command dmesg -S -s 16777216 "$@"
 }
 
-fail() {
-	echo "error=$*"
-	echo "error=$*" >&2
-	exit 1
-}
-
-# only_role <role>: continue only on a kernel booted with qpw.role=<role>
-only_role() {
-	role=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^qpw\.role=//p')
-	[ -n "$role" ] || fail "no qpw.role= on the kernel command line (chapter.yaml variants)"
-	echo "role=$role"
-	if [ "$role" != "$1" ]; then
-		echo "ran=0"
-		echo "end=ok"
-		exit 0
-	fi
-	echo "ran=1"
-	mkdir -p $W
-}
-
 # environment: what this boot is (preemption model, PW locks, TSC), checked against what the
 # command line asked for. A pwlocks= the kernel did not take fails the boot: pwlocks= parses
 # integers only and warns otherwise, and a kernel without CONFIG_PWLOCKS lists it among the
 # unknown parameters.
 environment() {
-	echo "== environment"
+	section environment
 	config=$(zcat /proc/config.gz) || fail "no /proc/config.gz (CONFIG_IKCONFIG_PROC)"
 	for opt in CONFIG_PREEMPT_RT CONFIG_PREEMPT_DYNAMIC CONFIG_PREEMPT_LAZY CONFIG_PWLOCKS \
 		CONFIG_PWLOCKS_DEFAULT CONFIG_PROVE_LOCKING CONFIG_DEBUG_ATOMIC_SLEEP CONFIG_FAILSLAB \
@@ -72,7 +49,7 @@ environment() {
 		-e "s/.*tsc: Detected $mhz processor.*/\\1\\2/p" $W/environment-log | tail -n 1)
 	echo "tsc_khz=$khz"
 	echo "isolated=$(cat /sys/devices/system/cpu/isolated)"
-	echo "== end environment"
+	end_section environment
 }
 
 # mark <name>: a line in the kernel log that since() finds again (KERN_DEBUG, so it stays off

@@ -26,11 +26,10 @@ set -u
 REPORT='WARNING:|BUG:|INFO: |returned with preemption imbalance|Invalid wait context|bad magic'
 TIMES=100000000
 
-only_role debug
 environment
 test=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^qpw\.test=//p')
 echo "test=$test"
-echo "== exercise"
+section exercise
 # the WARNINGs raised before the test's commands (boot, earlier scripts, this one so far)
 echo "warn_before=$(cat /sys/kernel/warn_count)"
 case "$test" in
@@ -78,13 +77,13 @@ sed -n 's/.*pw_exercise: \(test=.*\)/\1/p' $W/log
 # with debug_locks=1 was checking to the end of the test
 [ -r /proc/lockdep_stats ] &&
 	echo "debug_locks=$(sed -n 's/^ *debug_locks: *//p' /proc/lockdep_stats)"
-echo "== end exercise"
-echo "== report"
+end_section exercise
+section report
 sed 's/^\[[ 0-9.]*\] //' $W/log | grep -E "$REPORT"
-echo "== end report"
-echo "== first"
+end_section report
+section first
 grep -m 1 -n -E "$REPORT" $W/log | cut -d: -f1 | {
 	read -r at && tail -n +"$((at > 2 ? at - 2 : 1))" $W/log | head -n 40
 }
-echo "== end first"
-echo "end=ok"
+end_section first
+finish

@@ -18,7 +18,6 @@ set -u
 . /tmp/kb/bin/common.sh
 T=/sys/kernel/tracing
 
-only_role isolation
 environment
 # qpw.rounds= and qpw.pause_ms= (chapter.yaml variants): 20 back-to-back requests unless
 # the command line asks for fewer, spaced by a pause
@@ -70,15 +69,15 @@ echo 1 > $T/tracing_on
 $BIN/drainvictim 1 0 "${ROUNDS:-20}" $W/victim "${PAUSE_MS:-0}" > $W/victim.out 2> $W/victim.err
 rc=$?
 echo 0 > $T/tracing_on
-echo "== victim"
+section victim
 cat $W/victim.out
-echo "== end victim"
+end_section victim
 [ "$rc" -eq 0 ] || fail "drainvictim exited $rc: $(tail -n 3 $W/victim.err | tr '\n' '|')"
 since rounds
 bad=$(warnings_in $W/since)
 [ -z "$bad" ] || fail "kernel warning during the rounds: $(echo "$bad" | head -n 1)"
 grep -q 'overrun: [1-9]' $T/per_cpu/cpu*/stats && fail "the trace buffer overran"
-echo "== trace"
+section trace
 grep -v '^#' $T/trace
-echo "== end trace"
-echo "end=ok"
+end_section trace
+finish

@@ -15,9 +15,8 @@ set -u
 . /tmp/kb/bin/common.sh
 LOADS=4
 
-only_role kmalloc
 environment
-echo "== kmalloc"
+section kmalloc
 n=1
 while [ "$n" -le "$LOADS" ]; do
 	mark "load-$n"
@@ -40,5 +39,5 @@ while [ "$n" -le "$LOADS" ]; do
 	esac
 	n=$((n + 1))
 done
-echo "== end kmalloc"
-echo "end=ok"
+end_section kmalloc
+finish

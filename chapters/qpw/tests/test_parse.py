@@ -10,6 +10,7 @@ committed lockdep run's); ``debug-flush-no0006.out``, the flush test without 000
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,20 @@ def test_the_environment_says_which_cell_booted() -> None:
 def test_a_kernel_of_another_role_gives_ran_0_only() -> None:
     text = (FIXTURES / "kmalloc-not-this-role.out").read_text()
     assert parse.kmalloc(text, "fixture") == [("ran", 0.0)]
+
+
+@pytest.mark.parametrize(("name", "parser"), [
+    ("kmalloc-dyn-pw-1-tcg.out", "kmalloc"), ("isolation-pw-1.out", "isolation"),
+    ("lockdep-fixed.out", "lockdep"), ("debug-flush-no0006.out", "debug")])
+def test_an_output_of_a_variant_that_lists_its_workloads_has_no_role(name: str,
+                                                                     parser: str) -> None:
+    """Since each variant lists its workloads, a script prints no role= and ran= head: the
+    rows are those of the earlier output, less its ``ran`` row."""
+    text = (FIXTURES / name).read_text()
+    earlier = parse.PARSERS[parser](text, name)
+    head = re.sub(r"^(role|ran)=.*\n", "", text, flags=re.M)
+    assert head != text
+    assert parse.PARSERS[parser](head, name) == [r for r in earlier if r[0] != "ran"]
 
 
 def test_a_discarded_load_is_counted_and_left_out() -> None:

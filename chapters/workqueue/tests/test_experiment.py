@@ -56,10 +56,12 @@ def test_job_dir_carries_the_variants_modules(tmp_path: Path) -> None:
     ko = tmp_path / "modules" / "lib" / "modules" / "7.2.13" / "kernel" / "lib"
     ko.mkdir(parents=True)
     (ko / "test_workqueue.ko").write_bytes(b"\x7fELF")
-    boot.job_dir(tmp_path / "job", exp, bin_dir, tmp_path / "modules")
+    variant = next(iter(exp.variants))
+    boot.job_dir(tmp_path / "job", exp, variant, bin_dir, tmp_path / "modules")
     assert (tmp_path / "job" / "modules" / "lib" / "modules" / "7.2.13" / "kernel" / "lib"
             / "test_workqueue.ko").read_bytes() == b"\x7fELF"
     assert sorted(p.name for p in (tmp_path / "job" / "workloads").iterdir()) == [
         "batch.sh", "topology.sh", "wait.sh"]
-    boot.job_dir(tmp_path / "job2", exp, bin_dir, tmp_path / "absent")
+    assert (tmp_path / "job" / "lib.sh").is_file()  # the guest library, beside guest-init.sh
+    boot.job_dir(tmp_path / "job2", exp, variant, bin_dir, tmp_path / "absent")
     assert not (tmp_path / "job2" / "modules").exists()
