@@ -20,7 +20,7 @@ from lab import DATA
 from lab.parse.clock import parse_console
 
 RUNS_DIR = DATA / "runs"
-TEXT_COLUMNS = {"cited_id": str, "verdict": str, "variant": str}
+TEXT_COLUMNS = {"cited_id": str, "verdict": str, "variant": str, "unit": str}
 
 
 class RunDataError(ValueError):

@@ -35,7 +35,8 @@ A scorecard row is one of three kinds (:data:`ROW_KINDS`), and each kind has its
     contentions for throughput): it has a direction to confirm, never a size, so it is
     "direction confirmed", "no change at this resolution", "inconclusive here" or
     "contradicted". A mechanism row that tests the book's *own* reading of the patch (``ours``)
-    is never judged against the author: it is "our reading holds" or "our reading fails".
+    is never judged against the author: it is "our reading holds" or "our reading fails", or
+    "inconclusive here" where the design cannot test it.
 
 *check* (:func:`check`)
     true by construction or pass/fail (a call site in an image, where a patched path ran, a
@@ -273,19 +274,20 @@ def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: 
 
 def judge_direction(change: stats.Change, expected_sign: int, claim: str, environment: str, *,
                     margin: Margin, ours: bool = False, bound: Bound | None = None,
-                    cannot_show: str | None = None) -> Verdict:
+                    cannot_show: str | None = None, by: str = "this environment") -> Verdict:
     """Judge a mechanism row: does our interval move the way ``claim`` predicts?
 
     ``expected_sign`` is -1 or +1, or 0 for a reading that predicts no change beyond the margin;
     ``claim`` says what it stands for, e.g. "fewer contentions of pool->lock, behind the cited
     +8.9 % throughput". With ``ours`` the row tests the book's own reading, and its verdict
     says whether that reading holds, never whether the author is confirmed. ``cannot_show``
-    makes it "inconclusive here", as for a claim.
+    makes it "inconclusive here", as for a claim; ``by`` names what cannot show it (the
+    environment, or a step of a series whose change is too small to test the reading).
     """
     check_margin(change, margin)
     if cannot_show:
-        decided = Verdict(INCONCLUSIVE, f"{_ours(change)}, but this environment cannot show "
-                                        f"{claim}: {cannot_show}")
+        decided = Verdict(INCONCLUSIVE, f"{_ours(change)}, but {by} cannot show {claim}: "
+                                        f"{cannot_show}")
     else:
         decided = _bounded(_judge_direction(change, expected_sign, claim, environment, margin,
                                             ours, bound), change, bound)

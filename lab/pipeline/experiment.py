@@ -61,6 +61,9 @@ class Compare:
     baseline: str
     patched: str
     reps: int
+    units: tuple[tuple[str, str], ...]
+    """(metric pattern, unit) of the rows its parser gives, in file order
+    (:mod:`lab.parse.units`)."""
 
     @property
     def workload(self) -> str:
@@ -179,6 +182,12 @@ class Experiment:
         wanted = self.all_variants[variant].workloads
         return [w for w in self.workloads if w["name"] in wanted]
 
+    @property
+    def units(self) -> dict[str, dict[str, str]]:
+        """Workload (and comparison) name -> its metric patterns and their units."""
+        return {**{w["name"]: dict(w["units"]) for w in self.workloads},
+                **{c.workload: dict(c.units) for c in self.compares}}
+
     def cited(self) -> dict[tuple[str, str], str | dict[str, str]]:
         """(workload, metric) -> the cited id it re-measures, or {variant: id}."""
         return {(w["name"], metric): cid for w in self.workloads
@@ -249,7 +258,7 @@ def load(chapter: chapters.Chapter | str, accel: str | None = None, reps: int | 
             raise StageError(f"{ch.file}: variants.{name}.machine: {exc}") from None
     compares = tuple(
         Compare(c["name"], c["script"], c.get("parser", "keyvalue"), a, b,
-                min(variants[a].reps, variants[b].reps))
+                min(variants[a].reps, variants[b].reps), tuple(c["units"].items()))
         for c in raw.get("compare", []) for a, b in c["pairs"]
         if a in variants and b in variants)
     return Experiment(

@@ -10,7 +10,7 @@ from typing import Any
 
 from lab import chapters
 from lab.command import StageError
-from lab.parse import keyvalue
+from lab.parse import keyvalue, units
 from lab.pipeline.stamps import BootStamp, CompareStamp, ParsedStamp, load_experiment, stage
 
 
@@ -26,6 +26,8 @@ def parse_boot(chapter: str, workloads: list[dict[str, Any]], outputs: dict[str,
             raise StageError(f"{label}: no parser {name!r} (chapter {chapter} has "
                              f"{sorted(parsers)})")
         rows[w["name"]] = parsers[name](outputs[w["name"]], f"{label}/{w['name']}")
+        if w.get("units"):  # the runs before units were declared have none
+            units.check(rows[w["name"]], w["units"], f"{label}/{w['name']}")
     return {"rows": rows, "guest": keyvalue.fields(guest_info)}
 
 
@@ -41,7 +43,8 @@ def cmd_parse(a: argparse.Namespace) -> None:
         with stage("parse", f"{label}/{comp.workload}", None):
             text = (boot_dir / f"{comp.workload}.out").read_text(errors="replace")
             stamp = ParsedStamp(
-                **parse_boot(exp.name, [{"name": comp.workload, "parser": comp.parser}],
+                **parse_boot(exp.name, [{"name": comp.workload, "parser": comp.parser,
+                                         "units": dict(comp.units)}],
                              {comp.workload: text}, "", label),
                 variant=comp.patched, rep=compared.rep, compare=str(boot_dir))
         stamp.write(a.out)

@@ -27,6 +27,7 @@ from typing import Any
 
 from lab import DATA, ROOT, chapters
 from lab.command import StageError
+from lab.parse import units as parsed_units
 from lab.pipeline import source, vm
 from lab.pipeline.stamps import (
     BootStamp,
@@ -130,13 +131,14 @@ def cited_id(cited: dict[tuple[str, str], str | dict[str, str]], workload: str, 
 
 
 def tidy_rows(chapter: str, records: list[dict[str, Any]],
-              cited: dict[tuple[str, str], str | dict[str, str]] | None = None
-              ) -> list[dict[str, Any]]:
+              cited: dict[tuple[str, str], str | dict[str, str]] | None = None,
+              units: dict[str, dict[str, str]] | None = None) -> list[dict[str, Any]]:
     """Flatten every rep's parsed rows into the tidy table (one measurement per row).
 
     ``cited`` maps (workload, metric) to the id of the cited number it re-measures
     (``data/cited/<chapter>.yaml``), or to {variant: id}; those rows get a ``cited_id`` for
-    the scorecard.
+    the scorecard. ``units`` (workload -> metric pattern -> unit, :mod:`lab.parse.units`)
+    gives every row its ``unit``; the runs before units were declared have none.
     """
     rows = []
     for rec in records:
@@ -145,6 +147,12 @@ def tidy_rows(chapter: str, records: list[dict[str, Any]],
                 row = {"chapter": chapter, "variant": rec["variant"], "rep": rec["rep"],
                        "workload": workload, "metric": metric, "value": value,
                        "accel": rec["accel"]}
+                if units:
+                    row["unit"] = parsed_units.unit_of(units.get(workload, {}), metric)
+                    if row["unit"] is None:
+                        raise StageError(f"{chapter}/{rec['variant']}/rep{rec['rep']}: no unit "
+                                         f"for {workload}'s {metric}; declare it under the "
+                                         "workload's units: in chapter.yaml")
                 if cited:
                     row["cited_id"] = cited_id(cited, workload, metric, rec["variant"])
                 rows.append(row)
@@ -152,13 +160,16 @@ def tidy_rows(chapter: str, records: list[dict[str, Any]],
 
 
 def results_csv(chapter: str, records: list[dict[str, Any]],
-                cited: dict[tuple[str, str], str | dict[str, str]] | None = None) -> bytes:
-    """``results.csv``: the tidy rows of every record, with ``cited_id`` when any is cited."""
+                cited: dict[tuple[str, str], str | dict[str, str]] | None = None,
+                units: dict[str, dict[str, str]] | None = None) -> bytes:
+    """``results.csv``: the tidy rows of every record, with ``unit`` when the experiment
+    declares units and ``cited_id`` when any is cited."""
     buf = io.StringIO()
-    fields = [*CSV_FIELDS, "cited_id"] if cited else list(CSV_FIELDS)
+    fields = [*CSV_FIELDS[:6], *(["unit"] if units else []), *CSV_FIELDS[6:],
+              *(["cited_id"] if cited else [])]
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(tidy_rows(chapter, records, cited))
+    writer.writerows(tidy_rows(chapter, records, cited, units))
     return buf.getvalue().encode()
 
 
@@ -187,10 +198,11 @@ def check_manifest(manifest: dict[str, Any], where: Path) -> None:
 def assemble(tmp: Path, chapter: str, records: list[dict[str, Any]], configs: dict[str, Path],
              manifest: dict[str, Any],
              cited: dict[tuple[str, str], str | dict[str, str]] | None = None,
-             diff: bytes = b"", extra: dict[str, bytes] | None = None) -> None:
-    """Write raw outputs (gzipped), results.csv, configs, the book's uncommitted ``diff`` (if
-    any), ``extra`` raw files that no boot wrote (a failed build's errors) and manifest.json
-    into ``tmp``."""
+             diff: bytes = b"", extra: dict[str, bytes] | None = None,
+             units: dict[str, dict[str, str]] | None = None) -> None:
+    """Write raw outputs (gzipped), results.csv (with ``units``), configs, the book's
+    uncommitted ``diff`` (if any), ``extra`` raw files that no boot wrote (a failed build's
+    errors) and manifest.json into ``tmp``."""
     files: dict[str, bytes] = dict(extra or {})
     for rec in records:
         rep_dir = Path(rec["dir"])
@@ -202,7 +214,7 @@ def assemble(tmp: Path, chapter: str, records: list[dict[str, Any]], configs: di
         files[f"config/{variant}.config.gz"] = gzip_bytes(config.read_bytes())
     if diff:
         files["book.diff.gz"] = gzip_bytes(diff)
-    files["results.csv"] = results_csv(chapter, records, cited)
+    files["results.csv"] = results_csv(chapter, records, cited, units)
     write_run(tmp, files, manifest)
     check_manifest(json.loads((tmp / "manifest.json").read_text()), tmp / "manifest.json")
 
@@ -353,7 +365,7 @@ def cmd_publish(a: argparse.Namespace) -> None:
                            **({"compare": [
                                {"workload": c.workload, "baseline": c.baseline,
                                 "patched": c.patched, "reps": c.reps, "parser": c.parser,
-                                "script": c.script,
+                                "script": c.script, "units": dict(c.units),
                                 "sha256": source.sha256_file(chapter.path(c.script))}
                                for c in exp.compares]} if exp.compares else {})},
             "parsers": {in_repo(f): source.sha256_file(f) for f in parser_files},
@@ -374,9 +386,8 @@ def cmd_publish(a: argparse.Namespace) -> None:
         }
         configs = {name: Path(b.artifacts) / ".config" for name, b in builds.items()}
         final = publish(exp.name, run_id,
-                                lambda tmp: assemble(tmp, exp.name, records, configs,
-                                                             manifest, exp.cited(), diff,
-                                                             extra))
+                        lambda tmp: assemble(tmp, exp.name, records, configs, manifest,
+                                             exp.cited(), diff, extra, exp.units))
         stamp = PublishedStamp(run_dir=str(final), rows=sum(
             len(p) for r in records for p in r["rows"].values()))
     stamp.write(a.out)

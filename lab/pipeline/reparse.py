@@ -62,8 +62,8 @@ def reparse(run_dir: Path, into: Path | None = None) -> Path:
         # (lab.pipeline.experiment.Compare)
         ran = manifest["variants"][variant].get("workloads")  # absent: all (earlier runs)
         mine = [*(w for w in workloads if ran is None or w["name"] in ran),
-                *({"name": c["workload"], "parser": c["parser"]} for c in compared
-                  if c["patched"] == variant and int(rep) <= c["reps"])]
+                *({"name": c["workload"], "parser": c["parser"], "units": c.get("units")}
+                  for c in compared if c["patched"] == variant and int(rep) <= c["reps"])]
         missing = [w["name"] for w in mine if not (raw / f"{w['name']}.out.gz").is_file()]
         if missing:
             raise StageError(f"{raw}: no raw output of workload(s) {missing}; this run cannot "
@@ -75,6 +75,9 @@ def reparse(run_dir: Path, into: Path | None = None) -> Path:
                         "rows": parsed["rows"]})
     cited = {(w["name"], metric): cid for w in workloads
              for metric, cid in (w.get("cited") or {}).items()}
+    # the units the run was published with (none before units were declared)
+    units = {**{w["name"]: w["units"] for w in workloads if w.get("units")},
+             **{c["workload"]: c["units"] for c in compared if c.get("units")}}
     parser_files = sorted((ROOT / "lab" / "parse").glob("*.py")) + (
         [ch.dir / "parse.py"] if (ch.dir / "parse.py").is_file() else [])
     runs_root = into or publish.runs_dir()
@@ -87,7 +90,7 @@ def reparse(run_dir: Path, into: Path | None = None) -> Path:
     def fill(tmp: Path) -> None:
         files = {rel: (run_dir / rel).read_bytes() for rel in manifest["files"]
                  if rel != "results.csv"}
-        files["results.csv"] = publish.results_csv(chapter, records, cited)
+        files["results.csv"] = publish.results_csv(chapter, records, cited, units)
         if diff:
             files["reparse.diff.gz"] = publish.gzip_bytes(diff)
         publish.write_run(tmp, files, {

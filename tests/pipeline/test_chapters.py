@@ -7,6 +7,7 @@ tests build one).
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -18,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import ROOT, chapters
+from lab import DATA, ROOT, chapters
 from lab.book import claims
 from lab.command import StageError
+from lab.parse import units
 from lab.pipeline import experiment
 
 from .conftest import TEST_CHAPTERS
@@ -51,7 +53,8 @@ SMOKE_LIKE = """\
     series: patches/smoke
     fragments: [boot]
     workloads:
-      - {name: getpid, script: /chapters/smoke/guest/getpid.sh, parser: keyvalue}
+      - {name: getpid, script: /chapters/smoke/guest/getpid.sh, parser: keyvalue,
+         units: {iterations: count, marker: flag, layer: flag, "ns_*": ns, "tsc_*": TSC ticks}}
     variants:
       baseline: {tree: baseline}
 """
@@ -164,7 +167,7 @@ def test_variant_settings_extend_the_chapter(here: Path) -> None:
         fragments: [boot]
         cmdline: quiet
         machine: {cpus: 2, memory: 1G}
-        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh}]
+        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh, units: {"*": count}}]
         variants:
           iso: {fragments: [/chapters/smoke/configs/smoke.config], cmdline: isolcpus=1,
                 machine: {cpus: 4}}
@@ -183,7 +186,7 @@ def test_a_variant_may_boot_fewer_times_and_boots_still_interleave(here: Path) -
         series: patches/smoke
         fragments: [boot]
         reps: 3
-        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh}]
+        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh, units: {"*": count}}]
         variants:
           timed-a: {tree: baseline}
           icount: {tree: baseline, accel: icount, reps: 1}
@@ -205,9 +208,10 @@ def test_a_comparison_runs_for_each_repetition_both_sides_boot(here: Path) -> No
         series: patches/smoke
         fragments: [boot]
         reps: 3
-        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh}]
+        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh, units: {"*": count}}]
         compare:
-          - {name: diff, script: /chapters/smoke/host/compare.sh, pairs: [[a, b], [a, c]]}
+          - {name: diff, script: /chapters/smoke/host/compare.sh, pairs: [[a, b], [a, c]],
+             units: {"*": count}}
         variants:
           a: {tree: baseline}
           b: {tree: patched, reps: 2}
@@ -229,7 +233,7 @@ def test_a_build_expected_to_fail_never_boots_and_has_a_build_of_its_own(here: P
         title: f
         series: patches/smoke
         fragments: [boot]
-        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh}]
+        workloads: [{name: w, script: /chapters/smoke/guest/getpid.sh, units: {"*": count}}]
         variants:
           works: {tree: baseline}
           fails: {tree: baseline, build_fails: "error: the finding"}
@@ -268,20 +272,22 @@ def test_a_build_expected_to_fail_never_boots_and_has_a_build_of_its_own(here: P
     (lambda y: y.replace("baseline: {tree: baseline}", "baseline: {tree: baseline, "
                          "initrd: files.cpio}"),
      r"variants.baseline.initrd: 'files.cpio' is not one of tools.programs \[\]"),
-    (lambda y: y + "compare: [{name: c, script: /chapters/smoke/host/compare.sh, "
-                   "pairs: [[baseline, nope]]}]\n",
+    (lambda y: y + "compare: [{name: c, units: {x: count}, "
+                   "script: /chapters/smoke/host/compare.sh, pairs: [[baseline, nope]]}]\n",
      r"compare\[0\].pairs\[0\]: no variant 'nope'"),
-    (lambda y: y + "compare: [{name: c, script: /chapters/smoke/host/compare.sh, "
-                   "pairs: [[baseline, baseline]]}]\n",
+    (lambda y: y + "compare: [{name: c, units: {x: count}, "
+                   "script: /chapters/smoke/host/compare.sh, pairs: [[baseline, baseline]]}]\n",
      r"compare\[0\].pairs\[0\]: compares baseline with itself"),
     (lambda y: y + "  other: {tree: baseline}\ncompare: [{name: c, script: host/nope.sh, "
-                   "pairs: [[baseline, other]]}]\n",
+                   "units: {x: count}, pairs: [[baseline, other]]}]\n",
      r"compare\[0\].script: .*/bad/host/nope.sh does not exist"),
     (lambda y: y + "  other: {tree: baseline, build_fails: 'error: x y z'}\ncompare: [{name: c, "
-                   "script: /chapters/smoke/host/compare.sh, pairs: [[baseline, other]]}]\n",
+                   "script: /chapters/smoke/host/compare.sh, units: {x: count}, "
+                   "pairs: [[baseline, other]]}]\n",
      r"compare\[0\].pairs\[0\]: variant 'other' never boots"),
     (lambda y: y + "  other: {tree: baseline}\ncompare: [{name: c, script: "
-                   "/chapters/smoke/host/compare.sh, parser: perfdif, pairs: [[baseline, other]]}]"
+                   "/chapters/smoke/host/compare.sh, parser: perfdif, units: {x: count}, "
+                   "pairs: [[baseline, other]]}]"
                    "\n",
      r"compare\[0\].parser: unknown parser 'perfdif'"),
     (lambda y: "title: [not, a, string]\n",
@@ -348,6 +354,7 @@ TOY_CHAPTER = """\
       - name: getpid
         script: /chapters/smoke/guest/getpid.sh
         parser: toy
+        units: {marker: flag, layer: flag, iterations: count, "ns_*": ns, "tsc_*": TSC ticks}
         cited: {marker: toy-marker}
     reps: 1
     variants:
@@ -476,3 +483,19 @@ def test_a_new_book_chapter_touches_only_its_own_files(tmp_path: Path) -> None:
     assert py("-c", TOY_SCORED).strip() == "1 | toy verdict | toy judge ran"
     changed = [rel for rel, data in shared.items() if (tree / rel).read_bytes() != data]
     assert changed == [], f"adding a book chapter changed shared files: {changed}"
+
+
+@pytest.mark.parametrize("name", [c.name for c in chapters.discover().values()
+                                  if c.has_experiment and (DATA / "runs" / c.name).is_dir()])
+def test_the_declared_units_cover_every_metric_the_committed_runs_hold(name: str) -> None:
+    """Every metric a committed run of the chapter holds, of a workload it still runs, has a
+    unit under that workload's units: (so the next run publishes, rather than failing at its
+    first parse)."""
+    declared = experiment.load(name).units
+    missing = set()
+    for results in sorted((DATA / "runs" / name).glob("*/results.csv")):
+        with results.open() as fh:
+            missing |= {(row["workload"], row["metric"]) for row in csv.DictReader(fh)
+                        if row["workload"] in declared
+                        and units.unit_of(declared[row["workload"]], row["metric"]) is None}
+    assert not missing, sorted(missing)[:20]

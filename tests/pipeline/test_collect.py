@@ -106,6 +106,20 @@ def test_cited_ids_are_attached_to_their_metric(tmp_path) -> None:
     assert [(r["metric"], r["cited_id"]) for r in rows] == [("marker", ""), ("ns_total", "c-1")]
 
 
+def test_declared_units_give_every_row_its_unit_and_a_missing_one_is_refused(tmp_path) -> None:
+    declared = {"getpid": {"marker": "flag", "ns_*": "ns"}}
+    records = _records(tmp_path)
+    text = publish.results_csv("smoketest", records, None, declared).decode()
+    assert text.splitlines() == ["chapter,variant,rep,workload,metric,value,unit,accel",
+                                 "smoketest,patched,1,getpid,marker,1.0,flag,tcg",
+                                 "smoketest,patched,1,getpid,ns_total,5.0,ns,tcg"]
+    # a run published before units were declared keeps its columns (reparse compares bytes)
+    assert "unit" not in publish.results_csv("smoketest", records).decode()
+    with pytest.raises(StageError, match=r"smoketest/patched/rep1: no unit for getpid's "
+                                         r"ns_total; declare it"):
+        publish.results_csv("smoketest", records, None, {"getpid": {"marker": "flag"}})
+
+
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
 def test_every_committed_manifest_matches_the_schema(path: Path) -> None:
     publish.check_manifest(json.loads(path.read_text()), path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lab.command import StageError
-from lab.parse import PARSERS, keyvalue, sections
+from lab.parse import PARSERS, keyvalue, sections, units
 
 from .conftest import FIXTURES
 
@@ -85,3 +85,15 @@ def test_the_sections_parser_gives_each_section_s_numbers_under_its_name() -> No
     assert rows == [("cpus", 2.0), ("clock.tsc", 1.0), ("clock.uptime_s", 1.25)]
     with pytest.raises(StageError, match=r"clock.out: section 'clock' has no key=value numbers"):
         sections.parse("== clock\nsource=tsc\n== end clock\nend=ok\n", "clock.out")
+
+
+def test_a_metric_takes_the_unit_of_the_first_pattern_that_matches() -> None:
+    declared = {"*.ops_per_second": "1/s", "*.seconds": "s", "async.*": "count"}
+    assert units.unit_of(declared, "async.ops_per_second") == "1/s"
+    assert units.unit_of(declared, "async.seconds") == "s"
+    assert units.unit_of(declared, "async.peak_workers") == "count"
+    assert units.unit_of(declared, "share.io_wq_submit_work") is None
+    units.check([("async.ops", 5.0)], declared, "nop.out")
+    with pytest.raises(StageError, match=r"nop.out: no unit for 1 metric\(s\), e.g. "
+                                         r"\['share.x'\]\. Fix: add a pattern"):
+        units.check([("async.ops", 5.0), ("share.x", 1.0)], declared, "nop.out")

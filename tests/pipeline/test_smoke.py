@@ -60,6 +60,10 @@ def test_smoke_chapter_end_to_end(runs_tmp, data_unchanged) -> None:
     with (run / "results.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     value = {(r["variant"], r["metric"]): float(r["value"]) for r in rows}
+    # every row carries the unit its workload declares (chapter.yaml units:)
+    unit = {(r["workload"], r["metric"]): r["unit"] for r in rows}
+    assert unit[("getpid", "ns_per_call")] == "ns" and unit[("getpid", "marker")] == "flag"
+    assert unit[("marker-vs-baseline", "outputs_differ")] == "flag"
     # the patched kernel printed its marker; the baseline did not
     assert value[("baseline", "marker")] == 0
     assert value[("patched", "marker")] == 1
