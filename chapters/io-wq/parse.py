@@ -36,6 +36,7 @@ import re
 from lab.command import StageError
 from lab.parse import keyvalue, lock_stat, perf
 from lab.parse import sections as lab_sections
+from lab.parse.sections import numbers
 
 KEYS = {
     "nop": ("control", "async", "report nop.data", "lock", "contention"),
@@ -75,20 +76,6 @@ def ran(pairs: dict[str, str]) -> list[tuple[str, float]]:
     """The ``ran`` row of an output that printed ``ran=1`` (the runs before each variant
     listed its workloads), so a re-parse of those runs gives their rows; none after."""
     return [("ran", 1.0)] if "ran" in pairs else []
-
-
-def numbers(lines: list[str], prefix: str, source: str) -> list[tuple[str, float]]:
-    """``<prefix>.<key>`` rows of a program's ``key=value`` lines (non-numbers left out:
-    ``mode=async`` is a label); at least one number is required."""
-    rows = []
-    for key, value in keyvalue.fields("\n".join(lines)).items():
-        try:
-            rows.append((f"{prefix}.{key}", float(value)))
-        except ValueError:
-            continue
-    if not rows:
-        raise StageError(f"{source}: section {prefix!r} has no key=value numbers: {lines[:3]}")
-    return rows
 
 
 def wrk(lines: list[str], source: str) -> list[tuple[str, float]]:

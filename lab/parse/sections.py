@@ -71,25 +71,26 @@ def split(text: str, source: str, closed: bool = True) -> Sections:
 
 def parse(text: str, source: str) -> list[tuple[str, float]]:
     """The numbers of a closed-layout output: ``<key>`` for each head line and
-    ``<section>.<key>`` for each section's, from ``key=value`` lines whose value is a number
-    (a label such as ``mode=async`` is left out). A section with no number fails: its program
-    printed nothing the book could use."""
+    ``<section>.<key>`` for each section's (:func:`numbers`); a section with no number fails:
+    its program printed nothing the book could use."""
     out = split(text, source)
-    rows = _numbers(out.head, "")
+    rows = numbers(out.head, "", source, required=False)
     for name, lines in out.body.items():
-        found = _numbers(lines, f"{name}.")
-        if not found:
-            raise StageError(f"{source}: section {name!r} has no key=value numbers: "
-                             f"{lines[:3]}")
-        rows += found
+        rows += numbers(lines, name, source)
     return rows
 
 
-def _numbers(lines: list[str], prefix: str) -> list[tuple[str, float]]:
+def numbers(lines: list[str], prefix: str, source: str,
+            required: bool = True) -> list[tuple[str, float]]:
+    """``<prefix>.<key>`` rows (``<key>`` without a prefix) of a program's ``key=value``
+    lines whose value is a number (a label such as ``mode=async`` is left out); ``required``:
+    at least one, else the section is named as empty."""
     rows = []
     for key, value in keyvalue.fields("\n".join(lines)).items():
         try:
-            rows.append((f"{prefix}{key}", float(value)))
+            rows.append((f"{prefix}.{key}" if prefix else key, float(value)))
         except ValueError:
             continue
+    if required and not rows:
+        raise StageError(f"{source}: section {prefix!r} has no key=value numbers: {lines[:3]}")
     return rows
