@@ -156,7 +156,7 @@ def unmoved(change: stats.Change, bound: Bound | None, cited: Cited | None = Non
     """Why this setup cannot show the patch, when a bound says so. For a claim: the most the
     changed path could move the metric is smaller than the cited change (at its end nearest
     0), so no result of this setup is the author's change. For a mechanism row: smaller than
-    the smallest change these boots detect."""
+    the smallest change these boots detect, so they cannot see it."""
     if bound is None:
         return None
     if cited is not None and cited.sign:
@@ -170,4 +170,5 @@ def unmoved(change: stats.Change, bound: Bound | None, cited: Cited | None = Non
         return None
     return (f"the changed path could move this metric by at most {bound.size:,.1f}"
             f"{change.suffix} ({bound.why}), less than the smallest change these boots detect "
-            f"(±{change.detectable():,.1f}{change.suffix}): this design cannot move the metric")
+            f"(±{change.detectable():,.1f}{change.suffix}): these boots cannot see a change "
+            "that small")

@@ -71,6 +71,10 @@ def snakemake(a: argparse.Namespace, work: Path, *extra: str) -> list[str]:
             "--directory", str(work), "--cores", str(os.cpu_count() or 1),
             "--resources", "machine=1", "--rerun-incomplete",
             "--rerun-triggers", "mtime", "input", "params",
+            # a finished run is measured anew: publish always runs, and the boots it consumed
+            # (temporary, deleted once published) are made again; an interrupted run's
+            # finished boots still exist and are kept
+            "--forcerun", "publish",
             "--quiet", "host", "progress", "rules", "reason",
             "--config", *config, *extra]
 
@@ -113,8 +117,6 @@ def main(a: argparse.Namespace) -> int:
             print("clearing the Snakemake lock of an earlier run that was killed", flush=True)
             subprocess.run(snakemake(a, work, "--unlock"), check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        for exp in exps:  # a finished run is measured anew; an unfinished one resumes
-            (work / "published" / exp.name / f"{exp.key}.json").unlink(missing_ok=True)
         before = {e.name: set(_runs(e.name)) for e in exps}
         proc = subprocess.Popen(snakemake(a, work), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True,

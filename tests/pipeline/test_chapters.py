@@ -458,6 +458,7 @@ none{claim}`/notebooks/toy.md::toy-marker-set`.
 """
 
 
+@pytest.mark.book
 def test_a_new_book_chapter_touches_only_its_own_files(tmp_path: Path) -> None:
     """A chapter of the book adds its page and notebook to its own files: the book lists it
     after the others, its notebook runs on its committed run and asserts its sentence, the

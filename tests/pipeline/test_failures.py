@@ -236,3 +236,9 @@ def test_kill_9_leaves_no_process_and_the_next_run_resumes(runs_tmp, monkeypatch
     assert ">> build" not in again.stdout
     assert len(list((runs_tmp / "smoketest").iterdir())) == 1
     assert not any(boots.glob("rep*")), "published boots stayed in the work directory"
+    # a finished run is measured anew (Snakemake's --forcerun publish, no marker deleted)
+    anew = make_reproduce(runs_tmp, "CHAPTER=smoketest", "ACCEL=tcg", "REPS=2")
+    assert anew.returncode == 0, anew.stdout[-3000:]
+    assert all(f">> boot     smoketest/baseline/rep{r}" in anew.stdout for r in (1, 2))
+    assert ">> build" not in anew.stdout
+    assert len(list((runs_tmp / "smoketest").iterdir())) == 2

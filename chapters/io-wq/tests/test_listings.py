@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from lab import chapters
+
+iowq = chapters.get("io-wq").module("analysis")
 FIXTURES = Path(__file__).parent / "fixtures"
 _LINE = re.compile(r"^\s*([0-9a-f]+): (.*)$")
 _JUMP = re.compile(r"^(j\w+)\s+<\w+\+0x([0-9a-f]+)>")
@@ -65,8 +68,10 @@ def test_the_step_of_4of8_and_1of8_takes_a_few_instructions_out_of_the_enqueue_s
     for variant, (hashed, tail) in UNHASHED.items():
         paths[variant] = locked_path(listing(variant, "io_wq_enqueue"),
                                      {hashed: True, tail: empty})
-    # k2 (before the two patches) runs the longer section
+    # k2 (before the two patches) runs the longer section, as the chapter's analysis says
     assert len(paths["lockstat-k2"]) - len(paths["lockstat-k1"]) == fewer
+    assert (len(paths["lockstat-k2"]), len(paths["lockstat-k1"])) == (
+        iowq.SECTION["k2"][empty], iowq.SECTION["k1"][empty])
     # the two loads of work->flags the patches remove (one 1/8's, one 4/8's), and the class's
     # address that k2 computes again
     flags = [t for t in paths["lockstat-k2"] if t.startswith("mov 0x8(%rbx),")]
