@@ -84,6 +84,12 @@ venv: $(STAMP) ## create the project's virtual environment from requirements.loc
 
 html: $(STAMP) ## execute the notebooks on the committed data (cached) and build the HTML book
 	@set -e; start=$$(date +%s); \
+	inputs=$$($(PY) -m lab.book.uptodate digest); \
+	if [ -n "$$inputs" ] && [ "$$(cat $(BUILD)/html/.kb-inputs 2>/dev/null)" = "$$inputs" ]; then \
+	  echo "book: $(BUILD)/html/index.html is up to date (no file of the checkout changed since" \
+	    "it was built; lab/book/uptodate.py)"; exit 0; \
+	fi; \
+	rm -f $(BUILD)/html/.kb-inputs; \
 	$(TIMED) "validate data/cited" -- $(PY) -m lab.analysis.cited; \
 	fresh=; if [ -e $(FAILED) ]; then fresh=-E; fi; \
 	if ! $(TIMED) "notebooks + HTML (sphinx -W $$fresh)" -- \
@@ -91,6 +97,7 @@ html: $(STAMP) ## execute the notebooks on the committed data (cached) and build
 	  mkdir -p $(BUILD); touch $(FAILED); exit 1; \
 	fi; \
 	rm -f $(FAILED); \
+	if [ -n "$$inputs" ]; then echo "$$inputs" > $(BUILD)/html/.kb-inputs; fi; \
 	echo "book: $(BUILD)/html/index.html; figures (SVG, PDF, PNG): $(BUILD)/figures;" \
 	  "total $$(( $$(date +%s) - start )) s"
 
