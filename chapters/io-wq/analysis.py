@@ -131,7 +131,8 @@ FEWER = max(before - after for before, after in zip(SECTION["k2"], SECTION["k1"]
 
 
 def shorter_sections_bound(chosen: Chosen, acct: dict[str, pd.DataFrame]) -> quantities.Bound:
-    """How far the step of 4/8 and 1/8 could move acct->lock's mean hold, in percent, about:
+    """How far the step of 4/8 and 1/8 could move acct->lock's mean hold, in percent, about
+    (its ``why`` starts with what the step changes, :data:`SHORTER_SECTIONS`):
     :data:`FEWER` instructions per enqueue, each costing the inline control's time per NOP over
     :data:`NOP_INSTRUCTIONS` (TCG's average over a path of syscalls, atomics and helpers, above
     what plain moves and shifts cost), spread over the acquisitions per request, against k2's
@@ -146,7 +147,8 @@ def shorter_sections_bound(chosen: Chosen, acct: dict[str, pd.DataFrame]) -> qua
     longest = max(SECTION["k2"])
     return quantities.Bound(
         100 * per_acquisition_ns / (1000 * k2["mean hold [us]"].mean()),
-        f"{FEWER} instructions per enqueue at most, one of {per_request:.2f} acquisitions per "
+        f"{SHORTER_SECTIONS}: {FEWER} instructions per enqueue at most, one of "
+        f"{per_request:.2f} acquisitions per "
         f"request, each costed at the inline control's time for a whole NOP ({per_nop_ns:.0f} "
         f"ns) over the well over {NOP_INSTRUCTIONS} instructions it runs, against a mean hold "
         f"of {k2['mean hold [us]'].mean():.2f} µs; the bound is small because the hold lock_stat "
@@ -655,7 +657,6 @@ def mechanism_rows(cited: pd.DataFrame, chosen: Chosen) -> list[dict]:
         acct = {k: p.set_index("rep") for k, p in
                 classes[classes["class"] == "&acct->lock"].groupby("kernel")}
         few = shorter_sections_bound(chosen, acct)
-        few = quantities.Bound(few.size, f"{SHORTER_SECTIONS}: {few.why}")
         hold: stats.Change | None = None
         for lock, column, sign, ours, claim, rid, margin, (old, new) in (
                 ("&acct->lock", "mean hold [us]", -1, False,
