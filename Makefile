@@ -141,8 +141,9 @@ test-fast: $(STAMP) ## the tests that boot no kernel and build no book (parsers,
 lint: $(STAMP) ## ruff over the Python code
 	@$(TIMED) "ruff" -- $(PY) -m ruff check lab tests chapters conf.py
 
-# The pipeline tests boot kernels: pipeline-deps installs QEMU and friends (as root) first.
-pytest: $(STAMP) pipeline-deps browser-deps pdf-deps ## the test suite (book build, browser test, PDF, pipeline smoke run)
+# The pipeline tests boot kernels: pipeline-deps installs QEMU and friends (as root) first;
+# slurm-deps the one-node SLURM cluster the SLURM test runs the smoke chapter through.
+pytest: $(STAMP) pipeline-deps slurm-deps browser-deps pdf-deps ## the test suite (book build, browser test, PDF, pipeline smoke runs)
 	@$(TIMED) "pytest" -- $(PY) -m pytest
 
 test: lint pytest ## everything CI runs

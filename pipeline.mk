@@ -7,6 +7,9 @@ CHAPTER ?=
 VARIANTS ?=
 REPS ?=
 ACCEL ?=
+# EXECUTOR=slurm runs the jobs on a SLURM cluster (workflow/profiles/slurm, or PROFILE=<dir>)
+EXECUTOR ?= local
+PROFILE ?=
 RUN ?=
 KB_CACHE = $${KERNEL_BOOK_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/kernel-book}
 # python3-venv for the project's virtual environment with Debian's python3; uidmap and passwd
@@ -14,9 +17,13 @@ KB_CACHE = $${KERNEL_BOOK_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/kernel-book}
 # xz-utils unpack the kernel tarball; e2fsprogs formats the disk of a machine that has one.
 PIPELINE_DEBS := qemu-system-x86 mmdebstrap bubblewrap uidmap passwd git tar xz-utils \
 	python3-venv e2fsprogs
+# SLURM's client tools, its two daemons and munge, its authentication: a cluster's head and
+# nodes have them; the SLURM test runs a one-node cluster of them on loopback
+SLURM_DEBS := slurm-client slurmctld slurmd munge
 CHAPTERS_LIST = $(notdir $(patsubst %/chapter.yaml,%,$(wildcard chapters/*/chapter.yaml)))
 
-.PHONY: reproduce reparse check-chapters pipeline-deps help-pipeline toolchain-lock guest-lock
+.PHONY: reproduce reparse check-chapters pipeline-deps slurm-deps help-pipeline toolchain-lock \
+	guest-lock
 
 help-pipeline: ## how to re-measure a chapter (variables, caches, what needs root)
 	@echo "make reproduce CHAPTER=<chapter>|a,b|all [VARIANTS=a,b] [REPS=n] [ACCEL=auto|kvm|tcg|icount]"
@@ -27,6 +34,10 @@ help-pipeline: ## how to re-measure a chapter (variables, caches, what needs roo
 	@echo "    ACCEL=auto probes KVM with a real guest and falls back to TCG;"
 	@echo "    ACCEL=icount: single-threaded TCG where the guest TSC counts instructions"
 	@echo "    KERNEL_SRC=<dir> or KERNEL_TARBALL=<file> replaces the pinned 7.2.13 base"
+	@echo "    EXECUTOR=slurm runs the jobs on a SLURM cluster (profile workflow/profiles/slurm,"
+	@echo "    or PROFILE=<dir>): builds as jobs, each chapter's probe and boots on one node"
+	@echo "make slurm-deps      install SLURM's client and daemons and munge (needs root; the"
+	@echo "    SLURM test runs a one-node cluster of them on loopback)"
 	@echo "make pipeline-deps   install the host packages ($(PIPELINE_DEBS)); needs root,"
 	@echo "    the only step that does: every other target runs as an ordinary user"
 	@echo "make toolchain-lock  re-make the toolchain root from today's sid and rewrite"
@@ -38,6 +49,9 @@ help-pipeline: ## how to re-measure a chapter (variables, caches, what needs roo
 pipeline-deps: ## install the pipeline's host packages with apt-get (needs root)
 	$(call apt-install,$(PIPELINE_DEBS),pipeline-deps)
 
+slurm-deps: ## install SLURM (client, slurmctld, slurmd) and munge for EXECUTOR=slurm and its test (needs root)
+	$(call apt-install,$(SLURM_DEBS),slurm-deps)
+
 toolchain-lock: $(STAMP) pipeline-deps ## re-make the toolchain root from today's sid and rewrite its lock
 	@$(PY) -m lab.pipeline.toolchain lock
 
@@ -48,7 +62,8 @@ guest-lock: $(STAMP) pipeline-deps ## pin a chapter's guest packages: make guest
 reproduce: $(STAMP) pipeline-deps ## re-measure chapters: make reproduce CHAPTER=smoke (see make help-pipeline)
 	@test -n "$(CHAPTER)" || { echo "usage: make reproduce CHAPTER=<chapter>|a,b|all; chapters: $(CHAPTERS_LIST)"; exit 2; }
 	@exec $(PY) -m lab.pipeline reproduce --chapters '$(CHAPTER)' --variants '$(VARIANTS)' \
-	  --reps '$(REPS)' --accel '$(ACCEL)' --python $(abspath $(PY))
+	  --reps '$(REPS)' --accel '$(ACCEL)' --python $(abspath $(PY)) \
+	  --executor '$(EXECUTOR)' --profile '$(PROFILE)'
 
 reparse: $(STAMP) ## parse a committed run's raw output again into a new run: make reparse RUN=<chapter>/<run-id>
 	@test -n "$(RUN)" || { echo "usage: make reparse RUN=<chapter>/<run-id> (see data/runs/)"; exit 2; }

@@ -4,7 +4,7 @@ test`` runs all.
 
 * ``boot``: runs ``make reproduce``, which builds and boots real kernels or fails on its way
   there (``runs_tmp``, a results directory of its own; ``developer``, the unprivileged user's
-  checkout);
+  checkout; ``slurm``, a one-node SLURM cluster);
 * ``book``: executes every notebook and builds the whole book (``built``);
 * ``browser``: loads that book in Chromium (``report``);
 * ``pdf``: builds the PDF with TeX (its module's ``pytestmark``).
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-TIERS = {"runs_tmp": "boot", "developer": "boot", "built": "book", "report": "browser"}
+TIERS = {"runs_tmp": "boot", "developer": "boot", "slurm": "boot", "built": "book",
+         "report": "browser"}
 """Fixture -> the tier of every test that uses it, directly or through another fixture."""
 
 

@@ -106,13 +106,37 @@ SAME_VARIANT = ("commit", "config_sha256", "compiler", "cmdline", "accel_used", 
 size, the compilers, QEMU and the workloads, see :func:`same_experiment`)."""
 
 
+MACHINE_KEYS = ("cpu_model", "cores", "machine")
+"""What makes two runs' hosts one machine for pooling: CPU model, core count, architecture.
+The host kernel is left out (a VM's host updates it under the same hardware); the machine's
+name counts where both manifests record one (runs since node stamps)."""
+
+
+def same_machine(a: dict, b: dict) -> bool:
+    """Whether manifests ``a`` and ``b`` were booted on one machine (:data:`MACHINE_KEYS`, and
+    the name where both have it): boots of two machines are never pooled, so a comparison
+    never mixes the machines' difference into the kernels'."""
+    ha, hb = a.get("host", {}), b.get("host", {})
+    if any(ha.get(k) != hb.get(k) for k in MACHINE_KEYS):
+        return False
+    return ha.get("name") is None or hb.get("name") is None or ha["name"] == hb["name"]
+
+
+def machine_label(host: dict) -> str:
+    """A run's host as one short phrase: ``vm: AMD EPYC, 2 cores``, the name left out where an
+    older manifest has none."""
+    what = f"{host.get('cpu_model', 'unknown CPU')}, {host.get('cores', '?')} cores"
+    return f"{host['name']}: {what}" if host.get("name") else what
+
+
 def same_experiment(a: dict, b: dict, variant: str) -> bool:
     """Whether ``variant`` was built and booted alike in the runs of manifests ``a`` and ``b``:
     same commit, ``.config``, compiler versions, image (its sha256, or its size where an older
     manifest lacks the hash), command line, accelerator, machine, QEMU, the same workloads
     (scripts compared by content where both manifests record it, by name where an older one
-    does not) and the same guest programs (by content, where both record any): a module
-    rebuilt from changed source runs a different experiment on the same kernel."""
+    does not), the same guest programs (by content, where both record any): a module
+    rebuilt from changed source runs a different experiment on the same kernel; and the same
+    host machine (:func:`same_machine`)."""
     va, vb = a.get("variants", {}).get(variant), b.get("variants", {}).get(variant)
     if va is None or vb is None:
         return False
@@ -131,7 +155,8 @@ def same_experiment(a: dict, b: dict, variant: str) -> bool:
             and a.get("compilers") == b.get("compilers") and a.get("qemu") == b.get("qemu")
             and workloads(a) == workloads(b)
             and (None in scripts or scripts[0] == scripts[1])
-            and (None in programs or programs[0] == programs[1]))
+            and (None in programs or programs[0] == programs[1])
+            and same_machine(a, b))
 
 
 def pooled_per_variant(runs: list[Run]) -> dict[str, Run]:

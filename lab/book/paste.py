@@ -191,6 +191,8 @@ class PasteDirective(SphinxDirective):
                                    nodes.literal("", source["command"],
                                                  classes=["kb-command"]))
             runs = nodes.bullet_list(classes=["kb-runs"])
+            # the machine of each run, where the runs of one source come from more than one
+            several = len({run.get("machine") for run in source["runs"]}) > 1
             for run in source["runs"]:
                 made = f"{run['book_commit'][:12]}" + (" with uncommitted changes"
                                                         if run["book_dirty"] else "")
@@ -201,6 +203,8 @@ class PasteDirective(SphinxDirective):
                                        nodes.literal("", run["sha256"], classes=["kb-sha"]))
                 if run["book_commit"]:
                     item += nodes.Text(f"; measured from book commit {made}")
+                if several:
+                    item += nodes.Text(f"; on {run['machine']}")
                 runs += nodes.list_item("", item)
             box += runs
         cite = citation(self.env.app)

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from lab import ROOT, chapters
-from lab.analysis.runs import RUNS_DIR, Run
+from lab.analysis.runs import RUNS_DIR, Run, machine_label
 
 MIME = "application/vnd.kernelbook.provenance+json"
 """The mime type under which :func:`lab.book.notebook.glue_provenance` glues a record."""
@@ -91,7 +91,7 @@ def record(used: Mapping[str, Run] | Iterable[Run | str], variants: Iterable[str
     figure shows; by default a mapping contributes its keys and a run all its variants.
 
     Returns ``{"sources": [{"chapter", "command", "runs": [{"id", "manifest", "sha256",
-    "variants", "date", "book_commit", "book_dirty"}]}]}``, one source per chapter.
+    "variants", "date", "book_commit", "book_dirty", "machine"}]}]}``, one source per chapter.
     """
     only = None if variants is None else {str(v) for v in variants}
     pairs: list[tuple[str, str, str | None]] = []  # (chapter, run id, variant or None: all)
@@ -125,6 +125,7 @@ def record(used: Mapping[str, Run] | Iterable[Run | str], variants: Iterable[str
                 "id": run_id, "manifest": f"data/runs/{owner}/{run_id}/manifest.json",
                 "sha256": sha, "variants": sorted(names), "date": manifest.get("date", ""),
                 "book_commit": book.get("commit", ""), "book_dirty": bool(book.get("dirty")),
+                "machine": machine_label(manifest.get("host", {})),
             })
         if runs:
             sources.append({"chapter": owner,

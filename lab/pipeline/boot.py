@@ -12,7 +12,16 @@ from pathlib import Path
 
 from lab import ROOT
 from lab.command import StageError, require_tools
-from lab.pipeline import cachedir, experiment, source, toolchain, vm
+from lab.pipeline import (
+    cachedir,
+    experiment,
+    guestlayer,
+    node,
+    nodecache,
+    source,
+    toolchain,
+    vm,
+)
 from lab.pipeline.stamps import (
     AccelStamp,
     BootStamp,
@@ -27,6 +36,13 @@ from lab.pipeline.stamps import (
 )
 
 
+def _root(path: str) -> str:
+    """The toolchain root a stamp names, made on this machine where it lacks it."""
+    stamp = RootStamp.read(path)
+    nodecache.root(stamp)
+    return stamp.root
+
+
 def cmd_accel(a: argparse.Namespace) -> None:
     """Resolve each requested accelerator once per run (the KVM probe happens here).
 
@@ -39,10 +55,10 @@ def cmd_accel(a: argparse.Namespace) -> None:
             used, why = vm.choose_accel(
                 req, cachedir.sub("probe"), timeout=a.probe_timeout,
                 kernel=Path(BuildStamp.read(a.build).artifacts) / "bzImage" if a.build else None,
-                root=Path(RootStamp.read(a.root).root))
+                root=Path(_root(a.root)))
             chosen[req] = {"used": used, "why": why}
             print(f"           accel {req} -> {used}: {why}", file=sys.stderr)
-    AccelStamp(accel=chosen).write(a.out)
+    AccelStamp(accel=chosen, node=node.identity()).write(a.out)
 
 
 def job_dir(job: Path, exp: experiment.Experiment, variant: str, programs: Path,
@@ -78,8 +94,14 @@ def cmd_boot(a: argparse.Namespace) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "out").mkdir(parents=True)
     console = tmp / "console.log"
-    accel = AccelStamp.read(a.accel_json).accel[v.accel]
+    probed = AccelStamp.read(a.accel_json)
+    accel = probed.accel[v.accel]
     with stage("boot", label, console):
+        if probed.node and probed.node["name"] != node.name():
+            raise StageError(
+                f"{label}: the accelerator probe ran on {probed.node['name']}, this boot on "
+                f"{node.name()}; the probe's answer holds where it ran only. Under SLURM the "
+                "profile keeps them in one group job (workflow/profiles/slurm, groups:)")
         artifacts = Path(BuildStamp.read(a.build).artifacts)
         tools_bin = Path(ToolsStamp.read(a.tools).bin)
         job_dir(tmp / "job", exp, v.name, tools_bin, artifacts / "modules")
@@ -92,9 +114,10 @@ def cmd_boot(a: argparse.Namespace) -> None:
         disk = tmp / "disk.img" if v.machine.disk else None
         with ExitStack() as scratch:
             made = scratch.enter_context(vm.scratch_disk(disk, v.machine.disk)) if disk else {}
-            argv = vm.qemu_command(artifacts / "bzImage",
-                                   Path(LayerStamp.read(a.layer).root), tmp / "job", tmp / "out",
-                                   accel["used"], v.machine, cmdline, initrd, disk)
+            layer = LayerStamp.read(a.layer)
+            guestlayer.ensure_layer(layer, exp.chapter)
+            argv = vm.qemu_command(artifacts / "bzImage", Path(layer.root), tmp / "job",
+                                   tmp / "out", accel["used"], v.machine, cmdline, initrd, disk)
             result = vm.boot(argv, console, exp.boot_timeout, label)
         sums = vm.verify_output(tmp / "out", label)
         status = dict(line.split() for line in (tmp / "out" / "status.txt").read_text()
@@ -111,7 +134,7 @@ def cmd_boot(a: argparse.Namespace) -> None:
                           **({"disk_mkfs": made["argv"], "disk_mke2fs": made["mke2fs"],
                               "disk_sha256": made["sha256"]} if made else {}),
                           cmdline=cmdline, boot_to_result_seconds=result.seconds_to_done,
-                          output_sha256=sums)
+                          output_sha256=sums, node=node.identity())
     shutil.rmtree(tmp / "job")
     stamp.write(tmp / "boot.json")
     shutil.rmtree(final, ignore_errors=True)
@@ -144,7 +167,7 @@ def cmd_compare(a: argparse.Namespace) -> None:
             sides[Path(BuildStamp.read(built).artifacts)] = f"/tmp/{side}-build"
         script = exp.chapter.path(comp.script)
         argv = toolchain.in_root(
-            Path(RootStamp.read(a.root).root), ["/bin/sh", "/tmp/compare.sh"], {},
+            Path(_root(a.root)), ["/bin/sh", "/tmp/compare.sh"], {},
             read_only={script: "/tmp/compare.sh", **sides},
             env={"A": "/tmp/a", "B": "/tmp/b", "A_BUILD": "/tmp/a-build",
                  "B_BUILD": "/tmp/b-build", "BASELINE": comp.baseline,

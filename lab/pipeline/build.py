@@ -14,14 +14,13 @@ import argparse
 import functools
 import hashlib
 import json
-import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from lab.command import StageError, run
-from lab.pipeline import cachedir, experiment, kconfig, series, toolchain
+from lab.pipeline import cachedir, experiment, kconfig, node, nodecache, series, toolchain
 from lab.pipeline.stamps import (
     BuildStamp,
     RootStamp,
@@ -66,7 +65,7 @@ class Toolbox:
         if self.compiler not in COMPILERS:
             raise StageError(f"unknown compiler {self.compiler!r}; use one of {list(COMPILERS)}")
         ccache = cachedir.sub("ccache")
-        argv = ["make", "-s", f"-j{jobs or os.cpu_count() or 1}", f"O={BUILD}",
+        argv = ["make", "-s", f"-j{jobs or node.cores()}", f"O={BUILD}",
                 *COMPILERS[self.compiler], *REPRODUCIBLE, *targets]
         return toolchain.in_root(
             self.root, argv, {self.tree: SRC, build_dir: BUILD, ccache: CCACHE}, cwd=SRC,
@@ -183,7 +182,7 @@ def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
         "targets": targets,
         "bzImage_bytes": (tmp / "bzImage").stat().st_size,
         "vmlinux_bytes": (tmp / "vmlinux").stat().st_size,
-        "config_sha256": kconfig.sha256(config),
+        "config_sha256": kconfig.sha256(config), "node": node.identity(),
     }
     (tmp / "build-info.json").write_text(json.dumps(info, indent=1))
     shutil.rmtree(dest, ignore_errors=True)
@@ -238,15 +237,21 @@ def build_failure(box: Toolbox, commit: str, config: Path, base_commit: str, des
     info = {"commit": commit, "compiler": box.compiler, "build_dir": str(build_dir),
             "targets": targets_for(config), "config_sha256": kconfig.sha256(config),
             "failed": True, "expected": expected,
-            "error_lines": sum(": error: " in line for line in errors)}
+            "error_lines": sum(": error: " in line for line in errors),
+            "node": node.identity()}
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return info
 
 
-def toolbox(a: argparse.Namespace, variant: experiment.Variant) -> Toolbox:
-    return Toolbox(Path(RootStamp.read(a.root).root), Path(SourceStamp.read(a.base).tree),
-                   variant.compiler)
+def toolbox(a: argparse.Namespace, variant: experiment.Variant, series_dir: Path) -> Toolbox:
+    """The root, base tree (with the variant's series commit) and compiler of a stage's make,
+    made on this machine where it lacks them (:mod:`lab.pipeline.nodecache`)."""
+    root, base = RootStamp.read(a.root), SourceStamp.read(a.base)
+    nodecache.root(root)
+    nodecache.base(base)
+    series.ensure_commit(base, SeriesStamp.read(a.series), series_dir)
+    return Toolbox(Path(root.root), Path(base.tree), variant.compiler)
 
 
 def cmd_config(a: argparse.Namespace) -> None:
@@ -255,8 +260,8 @@ def cmd_config(a: argparse.Namespace) -> None:
     v = exp.all_variants[a.variant]
     log = fresh_log(a)
     with stage("config", f"{exp.name}/{v.name}", log):
-        configure(toolbox(a, v), SeriesStamp.read(a.series).commit, exp.kconfig_start,
-                  exp.fragment_paths(v.name), Path(a.out), log)
+        configure(toolbox(a, v, exp.series), SeriesStamp.read(a.series).commit,
+                  exp.kconfig_start, exp.fragment_paths(v.name), Path(a.out), log)
 
 
 def cmd_build(a: argparse.Namespace) -> None:
@@ -269,7 +274,7 @@ def cmd_build(a: argparse.Namespace) -> None:
     with stage("build", f"{exp.name}/{v.name}", log):
         make = (functools.partial(build_failure, expected=v.build_fails)
                 if v.build_fails else build)
-        info = make(toolbox(a, v), SeriesStamp.read(a.series).commit, Path(a.config),
-                    SourceStamp.read(a.base).commit, dest, log)
+        info = make(toolbox(a, v, exp.series), SeriesStamp.read(a.series).commit,
+                    Path(a.config), SourceStamp.read(a.base).commit, dest, log)
         stamp = BuildStamp(**info, artifacts=str(dest), variant=v.name)
     stamp.write(a.out)

@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     add("parse", parse.cmd_parse, "--boot", "--out", log=False)
     add("inspect", inspect.cmd_inspect, "--root", "--build", "--variant", "--out", log=False)
     pub = add("publish", publish.cmd_publish, "--root", "--layer", "--base", "--out", log=False)
-    for many in ("--builds", "--build-times", "--series", "--inspected", "--tools"):
+    for many in ("--builds", "--build-times", "--setup-times", "--series", "--inspected",
+                 "--tools"):
         pub.add_argument(many, nargs="+", required=True)
     pub.add_argument("--parsed", nargs="*", default=[])  # none when no variant boots
     pub.add_argument("--compared", nargs="*", default=[])  # parsed comparisons (compare:)

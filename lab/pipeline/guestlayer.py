@@ -29,7 +29,7 @@ from pathlib import Path
 
 from lab import chapters
 from lab.command import StageError, quote, require_tools, run
-from lab.pipeline import cachedir, toolchain
+from lab.pipeline import cachedir, nodecache, toolchain
 from lab.pipeline.apt import PrivateApt, archive_versions, private_apt
 from lab.pipeline.lock import read_lock_file
 from lab.pipeline.stamps import LayerStamp, RootStamp, fresh_log, in_repo, load_experiment, stage
@@ -252,6 +252,20 @@ if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 
 
+def ensure_layer(stamp: LayerStamp, ch: chapters.Chapter) -> None:
+    """The guests' root a layer stamp names (the toolchain root, or its layer of the chapter's
+    guest packages), made where this machine lacks it (:mod:`lab.pipeline.nodecache`)."""
+    if Path(stamp.root).is_dir():
+        return
+    with nodecache.held() as log:
+        made = toolchain.create_root(log)
+        if stamp.packages:
+            made = create_layer(made, load_lock(ch, made.name), log)
+    nodecache.same("the guests' root", stamp.root, str(made),
+                   "the guest lock changed since the stamp was written; run `make reproduce` "
+                   "again")
+
+
 def cmd_layer(a: argparse.Namespace) -> None:
     """The guest's root for a chapter's boots: the toolchain root itself, or, when the chapter
     lists ``guest_packages``, the layer its guest lock describes (made once,
@@ -259,6 +273,7 @@ def cmd_layer(a: argparse.Namespace) -> None:
     exp = load_experiment(a)
     log = fresh_log(a)
     root = RootStamp.read(a.root)
+    nodecache.root(root)
     with stage("layer", exp.name, log):
         if not requested(exp.chapter):
             stamp = LayerStamp(root=root.root, key=root.key, packages={})

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.command import StageError, run
-from lab.pipeline import build, series, toolchain
+from lab.pipeline import build, nodecache, series, toolchain
 from lab.pipeline.stamps import BuildStamp, InspectStamp, RootStamp, load_experiment, stage
 
 _ALWAYS_INLINE = re.compile(r"__always_inline\s+[\w\s\*]*?\b(\w+)\s*\(")
@@ -324,7 +324,9 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     exp = load_experiment(a)
     v = exp.variants[a.variant]
     artifacts = Path(BuildStamp.read(a.build).artifacts)
-    root = Path(RootStamp.read(a.root).root)
+    stamp = RootStamp.read(a.root)
+    nodecache.root(stamp)
+    root = Path(stamp.root)
     wanted = exp.raw.get("inspect") or {}
     callers = list(wanted.get("callers", []))
     found: dict[str, Any] = {}

@@ -15,7 +15,6 @@ import hashlib
 import io
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from typing import Any
 from lab import DATA, ROOT, chapters
 from lab.command import StageError
 from lab.parse import units as parsed_units
-from lab.pipeline import source, vm
+from lab.pipeline import node, source, vm
 from lab.pipeline.stamps import (
     BootStamp,
     BuildStamp,
@@ -56,10 +55,12 @@ def runs_dir() -> Path:
     return Path(os.environ.get("KERNEL_BOOK_RUNS") or RUNS)
 
 
-def new_run_id(accel: str, now: datetime | None = None) -> str:
-    """A run-id that sorts by time and says which accelerator was asked for."""
+def new_run_id(accel: str, machine: str, now: datetime | None = None) -> str:
+    """A run-id that sorts by time, says which accelerator was asked for and names the
+    machine the boots ran on: runs published in the same second on two machines (two nodes of
+    a cluster) never share an id."""
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
-    return f"{stamp}-{accel}"
+    return f"{stamp}-{accel}-{machine}"
 
 
 def gzip_bytes(data: bytes) -> bytes:
@@ -103,19 +104,6 @@ def book_state() -> tuple[dict[str, Any], bytes]:
     diff = book_diff()
     return ({"commit": head.stdout.decode().strip() if head.returncode == 0 else None,
              "dirty": bool(diff)}, diff)
-
-
-def host_info() -> dict[str, Any]:
-    """The host's CPU model, kernel and core count."""
-    model = "unknown"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {"cpu_model": model, "kernel": platform.release(), "cores": os.cpu_count(),
-            "machine": platform.machine()}
 
 
 def cited_id(cited: dict[tuple[str, str], str | dict[str, str]], workload: str, metric: str,
@@ -265,13 +253,15 @@ def verify_run(run_dir: Path) -> None:
 def _image_fields(built: BuildStamp) -> dict[str, Any]:
     """What the manifest records of a build: the image's size and sha256 (hashed here, from
     the image itself, so a build cached before the stamp knew the field still gets it), or,
-    for a build the experiment expects to fail, the text it failed with."""
+    for a build the experiment expects to fail, the text it failed with; and the machine it
+    was built on, whose time ``build_seconds`` is."""
+    where = {"node": built.node["name"]} if built.node else {}
     if built.failed:
         return {"failed": built.failed, "expected": built.expected,
-                "error_lines": built.error_lines, "targets": built.targets}
+                "error_lines": built.error_lines, "targets": built.targets, **where}
     return {"bzImage_sha256": source.sha256_file(Path(built.artifacts) / "bzImage"),
             "bzImage_bytes": built.bzImage_bytes, "vmlinux_bytes": built.vmlinux_bytes,
-            "targets": built.targets}
+            "targets": built.targets, **where}
 
 
 def cmd_publish(a: argparse.Namespace) -> None:
@@ -292,7 +282,9 @@ def cmd_publish(a: argparse.Namespace) -> None:
     layer = LayerStamp.read(a.layer)
     base = SourceStamp.read(a.base)
     serieses = {s.tree: s for s in map(SeriesStamp.read, a.series)}
-    run_id = new_run_id("-".join(sorted({v.accel for v in exp.variants.values()})))
+    host = node.of_boots(records)
+    run_id = new_run_id("-".join(sorted({v.accel for v in exp.variants.values()})),
+                        host["name"])
     book, diff = book_state()
     chapter = exp.chapter
     with stage("publish", f"{exp.name}/{run_id}", None):
@@ -375,9 +367,12 @@ def cmd_publish(a: argparse.Namespace) -> None:
                        "sha256": ser.sha256, "patches": ser.patches,
                        "commits": {t: s.commit for t, s in serieses.items()},
                        "trees": {t: s.steps for t, s in serieses.items()}},
+            # the time the toolchain root and the base source took when they were made (once
+            # per machine's cache), beside each build's: what the cost model adds per machine
+            "setup_seconds": {Path(p).stem: benchmark_seconds(p) for p in a.setup_times},
             "compilers": root.tools, "qemu": vm.qemu_version(),
             "python": sys.version.split()[0],
-            "host": host_info(),
+            "host": host,
             "toolchain_root": {"key": root.key, "suite": root.suite,
                                "packages": root.packages},
             **({"guest_layer": {"key": layer.key, "lock": layer.lock,

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from lab import ROOT, chapters
 from lab.command import HOST_TOOLS, StageError, die_with_parent, require_tools
-from lab.pipeline import cachedir, experiment, publish
+from lab.pipeline import cachedir, experiment, node, publish
 
 NOISE = re.compile(r"^(Select jobs to execute|Execute \d+ jobs)\.\.\.$")
 """Snakemake lines that say nothing to a reader."""
@@ -40,6 +40,52 @@ def add_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--reps", default="")
     sp.add_argument("--accel", default="")
     sp.add_argument("--python", default=sys.executable)
+    sp.add_argument("--executor", default="local", choices=("local", "slurm"),
+                    help="where the jobs run: this machine, or a SLURM cluster")
+    sp.add_argument("--profile", default="",
+                    help="the SLURM profile directory (default workflow/profiles/slurm)")
+
+
+PROFILE = ROOT / "workflow" / "profiles" / "slurm"
+"""The SLURM profile of this project: ``make reproduce EXECUTOR=slurm`` (:func:`executor_args`)."""
+
+SLURM_CONF = Path("/etc/slurm/slurm.conf")
+
+
+def largest_node() -> int:
+    """The CPUs of the cluster's largest node (``sinfo``): Snakemake caps every job's threads
+    at ``--cores``, remote jobs included, so on a cluster ``--cores`` must be a node's count,
+    not this login machine's."""
+    proc = subprocess.run(["sinfo", "--noheader", "--format=%c"], capture_output=True,
+                          text=True, check=False)
+    counts = [int(word.rstrip("+")) for word in proc.stdout.split() if word.rstrip("+").isdigit()]
+    if proc.returncode != 0 or not counts:
+        raise StageError(f"sinfo gave no node (exit {proc.returncode}: "
+                         f"{(proc.stderr or proc.stdout).strip() or 'no output'}); is slurmctld "
+                         "up and this machine a SLURM client?")
+    return max(counts)
+
+
+def executor_args(a: argparse.Namespace) -> list[str]:
+    """Snakemake's options for the executor asked for: this machine's cores, or the SLURM
+    profile with the largest node's cores.
+
+    Checked before anything is submitted: the SLURM client tools, and the configuration at
+    its default path, because the job-step executor inside each job drops ``SLURM_CONF``
+    from the environment (a configuration only ``SLURM_CONF`` names works for ``sbatch`` here
+    and fails every job)."""
+    if a.executor == "local":
+        return ["--cores", str(node.cores())]
+    require_tools(["sbatch", "squeue", "sinfo", "srun"])
+    if os.environ.get("SLURM_CONF") and not SLURM_CONF.is_file():
+        raise StageError(f"SLURM_CONF={os.environ['SLURM_CONF']}, but {SLURM_CONF} does not "
+                         "exist: the jobs' srun ignores SLURM_CONF and would find no cluster. "
+                         f"Install the configuration at {SLURM_CONF} (or run SLURM configless)")
+    profile = Path(a.profile or PROFILE).resolve()
+    if not (profile / "config.yaml").is_file():
+        raise StageError(f"{profile} holds no config.yaml; PROFILE= names a directory like "
+                         f"{PROFILE}")
+    return ["--workflow-profile", str(profile), "--cores", str(largest_node())]
 
 
 @contextmanager
@@ -68,7 +114,7 @@ def snakemake(a: argparse.Namespace, work: Path, *extra: str) -> list[str]:
     config = [f"chapters={a.chapters}", f"python={a.python}", f"accel={a.accel}",
               f"reps={a.reps}", f"variants={a.variants}"]
     return [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow" / "Snakefile"),
-            "--directory", str(work), "--cores", str(os.cpu_count() or 1),
+            "--directory", str(work), *executor_args(a),
             "--resources", "machine=1", "--rerun-incomplete",
             "--rerun-triggers", "mtime", "input", "params",
             # a finished run is measured anew: publish always runs, and the boots it consumed
@@ -99,6 +145,25 @@ def summary(exps: list[experiment.Experiment], work: Path,
             print(f"  published: {run_dir}")
 
 
+def stale_timed_outputs(exps: list[experiment.Experiment], work: Path) -> list[str]:
+    """The probe, boot and comparison outputs of ``exps`` that do not exist but whose
+    metadata Snakemake may still hold: a published run's boots are temporary and deleted,
+    their records are not.
+
+    On SLURM each job of the timed group runs in a Snakemake of its own, which checks the
+    group's earlier jobs against those records before the head has updated them; a record
+    from another run (another checkout's paths, another script) makes it run the earlier boot
+    again instead of its own, and the group fails. Clearing the records of what does not
+    exist loses nothing: an output that is gone is made anew anyway."""
+    paths = []
+    for exp in exps:
+        paths.append(f"accel/{exp.name}/{exp.key}.json")
+        paths += [f"boot/{exp.name}/{exp.key}/{v}/rep{r}" for v, r in exp.boots]
+        paths += [f"compare/{exp.name}/{exp.key}/{c.patched}/rep{r}/{c.workload}"
+                  for c, r in exp.compare_jobs]
+    return [p for p in paths if not (work / p).exists()]
+
+
 def main(a: argparse.Namespace) -> int:
     """Validate, lock, run Snakemake over the selected chapters, print the summary."""
     selected = chapters.select(a.chapters)
@@ -108,7 +173,7 @@ def main(a: argparse.Namespace) -> int:
     exps = [experiment.load(ch, accel=a.accel or None, reps=int(a.reps) if a.reps else None,
                             only=only) for ch in selected]
     require_tools(list(HOST_TOOLS))
-    work = cachedir.sub("work")
+    work = cachedir.work()
     start = time.monotonic()
     print(f"reproduce {','.join(e.name for e in exps)} (caches: {cachedir.cache_root()})",
           flush=True)
@@ -116,6 +181,10 @@ def main(a: argparse.Namespace) -> int:
         if any((work / ".snakemake" / "locks").glob("*")):
             print("clearing the Snakemake lock of an earlier run that was killed", flush=True)
             subprocess.run(snakemake(a, work, "--unlock"), check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        stale = stale_timed_outputs(exps, work) if a.executor == "slurm" else []
+        if stale:
+            subprocess.run(snakemake(a, work, "--cleanup-metadata", *stale), check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         before = {e.name: set(_runs(e.name)) for e in exps}
         proc = subprocess.Popen(snakemake(a, work), stdout=subprocess.PIPE,

@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from lab.command import StageError, quote, run
-from lab.pipeline import source
+from lab.pipeline import nodecache, source
 from lab.pipeline.source import git_env
 from lab.pipeline.stamps import SeriesStamp, SourceStamp, load_experiment, stage
 
@@ -236,10 +236,24 @@ def checkout(tree: Path, commit: str) -> None:
         what="git checkout")
 
 
+def ensure_commit(base: SourceStamp, stamp: SeriesStamp, directory: Path) -> None:
+    """A series commit, made again in this machine's base tree where it is missing (a cluster
+    node with caches of its own, :mod:`lab.pipeline.nodecache`); commits are deterministic, so
+    it must come out as the stamp's."""
+    tree = Path(base.tree)
+    if nodecache.has_commit(tree, stamp.commit):
+        return
+    with nodecache.held():
+        made = commit_for(tree, base.commit, load(directory), stamp.tree)
+    nodecache.same(f"the {stamp.tree} commit", stamp.commit, made,
+                   "the series changed since the stamp was written; run `make reproduce` again")
+
+
 def cmd_series(a: argparse.Namespace) -> None:
     """Make the commit of one tree (baseline, patched or a named one) of the chapter's series."""
     exp = load_experiment(a)
     base = SourceStamp.read(a.base)
+    nodecache.base(base)
     ser = load(exp.series)
     with stage("series", f"{exp.name}/{a.tree}", None):
         commit = commit_for(Path(base.tree), base.commit, ser, a.tree)

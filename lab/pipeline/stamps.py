@@ -144,6 +144,8 @@ class BuildStamp(Stamp):
     failed: bool | None = None
     expected: str | None = None
     error_lines: int | None = None
+    node: dict[str, Any] | None = None
+    """Where it was built (:func:`lab.pipeline.node.identity`): its time is that machine's."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,8 @@ class AccelStamp(Stamp):
 
     STAGE = "accel"
     accel: dict[str, dict[str, str]]
+    node: dict[str, Any] | None = None
+    """Where the probe ran: its answer holds for boots on that machine only."""
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,8 @@ class BootStamp(Stamp):
     disk_mkfs: list[str] | None = None
     disk_mke2fs: str | None = None
     disk_sha256: str | None = None
+    node: dict[str, Any] | None = None
+    """Where the boot ran (:func:`lab.pipeline.node.identity`)."""
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ def cmd_tools(a: argparse.Namespace) -> None:
         out.mkdir(parents=True)
         programs: dict[str, str] = {}
         if tools:
-            box = build.toolbox(a, v)
+            box = build.toolbox(a, v, exp.series)
             artifacts = Path(built.artifacts)
             build_dir = Path(built.build_dir)
             cc = tools.get("cc", TOOLS_CC)

@@ -154,6 +154,18 @@ class Machine:
     disk: str = ""
     """Size of the ext2 scratch disk (``64M``), or empty for none."""
 
+    @property
+    def memory_mb(self) -> int:
+        """The guest's memory in MiB (QEMU's ``-m`` suffixes M, G, T; a bare number is MiB),
+        for the memory a cluster job that boots it asks for."""
+        number, unit = (self.memory[:-1], self.memory[-1].upper()) \
+            if self.memory[-1:].isalpha() else (self.memory, "M")
+        scale = {"M": 1, "G": 1024, "T": 1024 * 1024}
+        if unit not in scale or not number.replace(".", "", 1).isdigit():
+            raise StageError(f"guest memory {self.memory!r} is not a size QEMU reads (512M, "
+                             "2G); fix the experiment's machine section")
+        return round(float(number) * scale[unit])
+
     def args(self) -> list[str]:
         """QEMU memory, CPU, topology and NUMA options."""
         if self.cpus % (self.sockets * self.threads):

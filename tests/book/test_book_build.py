@@ -280,6 +280,28 @@ def test_measured_figures_and_tables_cite_their_runs(built: Path) -> None:
         "compiler,")
 
 
+def test_the_pipeline_appendix_shows_machines_and_the_cost_model(built: Path) -> None:
+    """Where one table's runs come from two machines, its box names each run's machine; the
+    cost model's tables and its projection for 8 machines are on the page."""
+    html = page(built, "pipeline")
+    start = html.index('id="tab-pipeline-across-machines"')
+    box = html[start:]
+    box = unescape(re.sub(r"<[^>]+>", "", box[box.index('class="kb-provenance'):
+                                             box.index("</details>")]))
+    assert "; on AMD EPYC, 2 cores" in box and "; on Intel(R) Xeon(R) Processor, 2 cores" in box
+    machines = html[html.index('id="tab-pipeline-machines"'):]
+    box = machines[machines.index('class="kb-provenance'):machines.index("</details>")]
+    assert "; on " in unescape(re.sub(r"<[^>]+>", "", box))
+    for table in ("tab-pipeline-cost-chapters", "tab-pipeline-cost-projection"):
+        assert f'id="{table}"' in html, table
+    text = unescape(re.sub(r"<[^>]+>", "", html))
+    assert re.search(r"on 8 machines the book takes [0-9.]+ hours", text)
+    assert re.search(r"The critical path, which no number of machines shortens, is build ", text)
+    # a box whose runs come from one machine names none
+    cells = page(built, "context-switch")
+    assert "; on AMD EPYC" not in unescape(re.sub(r"<[^>]+>", "", cells))
+
+
 def test_notebook_pages_offer_the_executed_notebook(built: Path) -> None:
     html_dir = built / "_build" / "html"
     for chapter in BOOK:

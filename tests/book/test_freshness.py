@@ -18,8 +18,10 @@ def test_chapter_notebooks_declare_their_data() -> None:
         assert any(r.startswith("data/runs/") for r in reads), notebook
 
 
-def test_the_rule_graph_notebook_follows_the_workflow() -> None:
-    assert freshness.declared_reads(ROOT / "notebooks" / "pipeline.md") == ["workflow/**/*"]
+def test_the_pipeline_notebook_follows_the_workflow_the_runs_and_the_chapters() -> None:
+    """Its rule graph is the workflow's, its machines and costs the runs' and chapters'."""
+    assert freshness.declared_reads(ROOT / "notebooks" / "pipeline.md") == [
+        "workflow/**/*", "data/runs/**/*", "chapters/*/chapter.yaml"]
 
 
 def test_bad_declaration_names_the_file(tmp_path: Path) -> None:

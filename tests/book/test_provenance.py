@@ -47,6 +47,8 @@ def test_record_names_each_run_with_its_manifest_digest(chapter: str,
     for run in source["runs"]:
         manifest = ROOT / run["manifest"]
         assert hashlib.sha256(manifest.read_bytes()).hexdigest() == run["sha256"]
+        host = next(r for r in measured if r.run_id == run["id"]).manifest["host"]
+        assert run["machine"] == runs.machine_label(host)
         assert run["id"] in provenance.summary(record)
     assert source["command"].startswith(f"make reproduce CHAPTER={chapter} VARIANTS=")
     assert set(source["command"].split("VARIANTS=")[1].split()[0].split(",")) == set(shown)

@@ -295,7 +295,7 @@ def test_environment_names_the_accelerator_or_says_nothing_was_booted(
 
 
 def _pool_run(base: Path, run_id: str, variants: dict, reps: int, value: float,
-              parent: str | None = None) -> None:
+              parent: str | None = None, host: dict | None = None) -> None:
     run = base / "workqueue" / run_id
     run.mkdir(parents=True)
     lines = ["chapter,variant,rep,workload,metric,value,accel"]
@@ -307,6 +307,8 @@ def _pool_run(base: Path, run_id: str, variants: dict, reps: int, value: float,
                     (run / "results.csv").read_bytes()).hexdigest()}}
     if parent:
         manifest["parent"] = {"run_id": parent}
+    if host:
+        manifest["host"] = host
     (run / "manifest.json").write_text(json.dumps(manifest))
 
 
@@ -346,6 +348,26 @@ def test_runs_with_other_guest_programs_do_not_pool(tmp_path: Path) -> None:
     pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
     assert pooled.run_id == "20260101T000000Z-a + 20260103T000000Z-a"
     assert list(pooled.results["value"]) == [101, 102, 301, 302]
+
+
+def test_runs_of_two_machines_do_not_pool(tmp_path: Path) -> None:
+    """The same binaries booted on another CPU, or on another named node of the same CPU, are
+    another experiment; a manifest without a node name (older runs) pools by CPU alone."""
+    built = {"baseline": {"commit": "c1", "config_sha256": "k", "build": {"bzImage_bytes": 1}}}
+    amd = {"cpu_model": "AMD EPYC", "cores": 2, "kernel": "6.18", "machine": "x86_64"}
+    _pool_run(tmp_path, "20260101T000000Z-a", built, 2, 100, host=amd)
+    _pool_run(tmp_path, "20260102T000000Z-a-n1", built, 2, 200,
+              host={**amd, "kernel": "6.19", "name": "n1"})
+    pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
+    assert pooled.run_id == "20260101T000000Z-a + 20260102T000000Z-a-n1"
+    _pool_run(tmp_path, "20260103T000000Z-a-n2", built, 2, 300, host={**amd, "name": "n2"})
+    pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
+    assert pooled.run_id == "20260101T000000Z-a + 20260103T000000Z-a-n2"
+    _pool_run(tmp_path, "20260104T000000Z-a", built, 2, 400,
+              host={**amd, "cpu_model": "Intel(R) Xeon(R) Processor"})
+    pooled = runs.pooled_per_variant(runs.load_chapter_runs("workqueue", tmp_path))["baseline"]
+    assert pooled.run_id == "20260104T000000Z-a"
+    assert runs.machine_label({**amd, "name": "n1"}) == "n1: AMD EPYC, 2 cores"
 
 
 def test_the_judged_numbers_reach_the_card(tmp_path: Path) -> None:

@@ -56,8 +56,9 @@ def planned_rules(runs: Path, **config: str) -> set[str]:
     reasons it gives for each rule it would run."""
     from lab.pipeline import cachedir, reproduce
     a = argparse.Namespace(**{"chapters": "", "variants": "", "reps": "", "accel": "",
-                              "python": sys.executable, **config})
-    proc = subprocess.run(reproduce.snakemake(a, cachedir.sub("work"), "--dry-run"), cwd=ROOT,
+                              "python": sys.executable, "executor": "local", "profile": "",
+                              **config})
+    proc = subprocess.run(reproduce.snakemake(a, cachedir.work(), "--dry-run"), cwd=ROOT,
                           env=reproduce_env(runs), text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:]

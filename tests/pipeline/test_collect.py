@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lab.command import StageError
-from lab.pipeline import publish
+from lab.pipeline import node, publish
 
 from .conftest import FIXTURES
 
@@ -95,10 +95,24 @@ def test_gzip_is_deterministic() -> None:
     assert publish.gzip_bytes(b"abc" * 100) == publish.gzip_bytes(b"abc" * 100)
 
 
-def test_run_id_sorts_by_time_and_names_the_accelerator() -> None:
-    rid = publish.new_run_id("tcg", datetime(2026, 11, 22, 3, 4, 5, tzinfo=UTC))
-    assert rid == "20261122T030405Z-tcg"
-    assert re.fullmatch(r"\d{8}T\d{6}Z-icount", publish.new_run_id("icount"))
+def test_run_id_sorts_by_time_and_names_the_accelerator_and_machine() -> None:
+    rid = publish.new_run_id("tcg", "node07", datetime(2026, 11, 22, 3, 4, 5, tzinfo=UTC))
+    assert rid == "20261122T030405Z-tcg-node07"
+    assert re.fullmatch(r"\d{8}T\d{6}Z-icount-vm", publish.new_run_id("icount", "vm"))
+
+
+def test_the_run_host_is_the_boots_machine_and_two_machines_are_refused() -> None:
+    amd = {"name": "n1", "cpu_model": "AMD EPYC", "cores": 2, "affinity": 1, "kernel": "6",
+           "machine": "x86_64", "slurm_job": "7"}
+    records = [{"node": amd}, {"node": {**amd, "affinity": 2}}]
+    # the job's share of the machine is not the machine's
+    assert node.of_boots(records) == {k: v for k, v in amd.items() if k != "affinity"}
+    with pytest.raises(StageError, match=r"2 machines \(n1, n2\).*group job"):
+        node.of_boots([*records, {"node": {**amd, "name": "n2"}}])
+    # boots held by two SLURM jobs name both
+    assert node.of_boots([*records, {"node": {**amd, "slurm_job": "8"}}])["slurm_job"] == "7,8"
+    # a run that booted nothing is this machine's
+    assert node.of_boots([])["name"] == node.name()
 
 
 def test_cited_ids_are_attached_to_their_metric(tmp_path) -> None:

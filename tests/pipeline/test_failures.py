@@ -193,7 +193,7 @@ def test_kill_9_leaves_no_process_and_the_next_run_resumes(runs_tmp, monkeypatch
                                                            data_unchanged) -> None:
     monkeypatch.setenv("KERNEL_BOOK_CHAPTERS", str(TEST_CHAPTERS))
     key = experiment.load("smoketest", accel="tcg", reps=2).key
-    boots = cachedir.cache_root() / "work" / "boot" / "smoketest" / key / "baseline"
+    boots = cachedir.work() / "boot" / "smoketest" / key / "baseline"
     args = ["make", "--no-print-directory", "reproduce", "CHAPTER=smoketest", "ACCEL=tcg",
             "REPS=2"]
     proc = subprocess.Popen(args, cwd=ROOT, env=reproduce_env(runs_tmp), text=True,

@@ -1,6 +1,9 @@
 # The guest side: each built variant's programs (tools), the accelerator decision, one boot per
 # variant and repetition (raw output only), and the parse of that raw output into rows. The
 # parse rule has the parsers' code as input, so a parser fix re-parses without a new boot.
+import math
+
+from lab.pipeline import vm
 
 
 def tool_sources(wc):
@@ -85,6 +88,9 @@ rule accel:
         args=boot_args,
     resources:
         machine=1,
+        # a cluster job's minutes (see the boot rule): the probe's bound, twice
+        # (KVM, then TCG where KVM fails), and a minute to set up
+        runtime=math.ceil(2 * vm.probe_timeout() / 60) + 1,
     shell:
         "{LAB} accel {params.args} --root {input.root} --build {input.build} --out {output}"
 
@@ -123,6 +129,10 @@ rule boot:
     threads: workflow.cores
     resources:
         machine=1,
+        # what a cluster job asks for (make reproduce EXECUTOR=slurm): minutes, the boot's
+        # own time bound plus one to set up; memory, the guest's plus QEMU's own
+        runtime=lambda wc: math.ceil(exp_of(wc).boot_timeout / 60) + 1,
+        mem_mb=lambda wc: exp_of(wc).variants[wc.variant].machine.memory_mb + 1024,
     shell:
         "{LAB} boot {params.args} --layer {input.layer} --build {input.build} "
         "--tools {input.tools} --accel-json {input.accel} --variant {wildcards.variant} "
@@ -164,6 +174,8 @@ rule compare:
         args=boot_args,
     resources:
         machine=1,
+        # a cluster job's minutes (see the boot rule): the script's time bound plus one
+        runtime=lambda wc: math.ceil(exp_of(wc).workload_timeout / 60) + 1,
     shell:
         "{LAB} compare {params.args} --root {input.root} --baseline-boot {input.a} "
         "--patched-boot {input.b} --baseline-build {input.a_build} "

@@ -18,6 +18,8 @@ rule publish:
         builds=lambda wc: [f"build/{wc.chapter}/{b}/build.json" for b in exp_of(wc).builds],
         build_times=lambda wc: [f"benchmarks/{wc.chapter}/build-{b}.tsv"
                                 for b in exp_of(wc).builds],
+        # what a machine's caches cost it once (the cost model of the pipeline appendix)
+        setup_times=["benchmarks/root.tsv", "benchmarks/source.tsv"],
         tools=lambda wc: [f"tools/{wc.chapter}/{b}/tools.json" for b in exp_of(wc).kernels],
         inspected=lambda wc: [f"inspect/{wc.chapter}/{v}.json" for v in exp_of(wc).variants
                               if exp_of(wc).build_name(v) in exp_of(wc).kernels],
@@ -36,5 +38,6 @@ rule publish:
     shell:
         "{LAB} publish {params.args} --root {input.root} --layer {input.layer} --base {input.base} "
         "--series {input.series} --builds {input.builds} --build-times {input.build_times} "
+        "--setup-times {input.setup_times} "
         "--tools {input.tools} --inspected {input.inspected} --parsed {input.parsed} "
         "--compared {input.compared} --out {output}"
