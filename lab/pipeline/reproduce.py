@@ -184,8 +184,12 @@ def main(a: argparse.Namespace) -> int:
                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         stale = stale_timed_outputs(exps, work) if a.executor == "slurm" else []
         if stale:
-            subprocess.run(snakemake(a, work, "--cleanup-metadata", *stale), check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            # Snakemake clears the records it has and fails naming those it has none of
+            # (never booted here): only another failure is one
+            done = subprocess.run(snakemake(a, work, "--cleanup-metadata", *stale), text=True,
+                                  capture_output=True, check=False)
+            if done.returncode and "metadata was not present" not in done.stderr + done.stdout:
+                raise StageError(f"snakemake --cleanup-metadata failed: {done.stderr[-2000:]}")
         before = {e.name: set(_runs(e.name)) for e in exps}
         proc = subprocess.Popen(snakemake(a, work), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True,
