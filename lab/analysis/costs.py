@@ -156,7 +156,7 @@ def critical_path(jobs: Jobs) -> tuple[float, tuple[str, ...]]:
         cold = dirs[jobs.builds[key].directory][0] if key else 0.0
         steps = (("setup",) if jobs.setup else ()) + (
             (f"build {key.split('/')[0]}/{jobs.builds[key].name}",) if key else ()) + (
-            f"boots of {t.chapter}/{t.run_id} ({t.boots})",)
+            f"{t.boots} boots of {t.chapter}/{t.run_id}",)
         best = max(best, (jobs.setup + cold + t.seconds, steps))
     return best
 

@@ -52,7 +52,7 @@ def test_machines_shorten_the_book_down_to_its_critical_path(jobs: costs.Jobs) -
     length, path = costs.critical_path(jobs)
     # setup, the slowest cold build chapter a waits for, its boots
     assert length == 60 + 600 + 100
-    assert path == ("setup", "build a/base", "boots of a/r1 (4)")
+    assert path == ("setup", "build a/base", "4 boots of a/r1")
     two = costs.simulate(jobs, 2)
     assert length <= two < costs.single_machine_seconds(jobs)
     # on three machines a's second build is cold on its own machine (600, not 20): no better
