@@ -44,7 +44,8 @@ help-pipeline: ## how to re-measure a chapter (variables, caches, what needs roo
 	@echo "    configs/toolchain.lock.yaml (when the archive no longer serves a locked version)"
 	@echo "make guest-lock CHAPTER=<chapter>  pin the chapter's guest_packages against the"
 	@echo "    toolchain root (chapters/<chapter>/guest.lock.yaml; boots only, no rebuild)"
-	@echo "caches: $(KB_CACHE) (delete it to start cold)"
+	@echo "caches: $(KB_CACHE) (delete it to start cold); KERNEL_BOOK_WORK=<dir> puts"
+	@echo "    Snakemake's work directory elsewhere (on a cluster: the one directory nodes share)"
 
 pipeline-deps: ## install the pipeline's host packages with apt-get (needs root)
 	$(call apt-install,$(PIPELINE_DEBS),pipeline-deps)

@@ -126,10 +126,6 @@ def build_dir_for(base_commit: str, config: Path, compiler: str) -> Path:
 ARTIFACTS = ("arch/x86/boot/bzImage", "vmlinux", "System.map", ".config")
 
 
-BUILT_MARK = ".kb-built"
-"""File in a build directory naming the commit and config its objects were last built from."""
-
-
 def targets_for(config: Path) -> list[str]:
     """make targets of a configuration: the image, and the modules when it has any."""
     has_modules = kconfig.parse(config.read_text()).get("CONFIG_MODULES") == "y"
@@ -139,29 +135,37 @@ def targets_for(config: Path) -> list[str]:
 def make_kernel(box: Toolbox, build_dir: Path, commit: str, config: Path, targets: list[str],
                 log: Path) -> None:
     """Check ``commit`` out and make ``targets`` in the shared build directory (caller holds
-    the tree lock); mark the directory with what it now holds."""
+    the tree lock)."""
     series.checkout(box.tree, commit)
     kconfig.install(config, build_dir)
-    (build_dir / BUILT_MARK).unlink(missing_ok=True)
     run(box.make(build_dir, *targets), log=log, what="kernel build")
-    (build_dir / BUILT_MARK).write_text(f"{commit} {kconfig.sha256(config)}\n")
 
 
-def ensure_built(box: Toolbox, build_dir: Path, commit: str, config: Path, log: Path) -> None:
-    """Make the shared build directory hold ``commit``'s objects again if another variant was
-    built in it since (caller holds the tree lock): a guest module or BPF program is built
-    against exactly the kernel it will run on. Incremental, so usually seconds."""
-    mark = build_dir / BUILT_MARK
-    if not mark.is_file() or mark.read_text().split() != [commit, kconfig.sha256(config)]:
-        make_kernel(box, build_dir, commit, config, targets_for(config), log)
-    else:
-        series.checkout(box.tree, commit)
+EXTMOD = "extmod"
+"""The artifacts' directory of what an out-of-tree module is built against."""
+
+
+def install_extmod(box: Toolbox, build_dir: Path, into: Path, log: Path) -> None:
+    """Copy what building an out-of-tree module against this kernel needs (its headers,
+    generated files, ``Module.symvers``, the build's host programs, ``.config``) into
+    ``into``, with the kernel's own ``scripts/package/install-extmod-build``, as a
+    distribution's linux-headers package is made. A guest module is then built against the
+    variant's own build even after another variant was built in the shared directory, so the
+    tools stage never makes a kernel (caller holds the tree lock)."""
+    scratch = build_dir / ".kb-extmod"
+    shutil.rmtree(scratch, ignore_errors=True)
+    run(box.make(build_dir, "run-command", "KBUILD_RUN_COMMAND="
+                 f"{SRC}/scripts/package/install-extmod-build {BUILD}/.kb-extmod"),
+        log=log, what="install-extmod-build")
+    shutil.copyfile(build_dir / ".config", scratch / ".config")
+    shutil.move(scratch, into)
 
 
 def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
-          log: Path) -> dict[str, object]:
+          log: Path, extmod: bool = False) -> dict[str, object]:
     """Build ``commit`` with ``config`` and copy the image, vmlinux, System.map, modules and
-    the log into ``dest`` (outside the repository). Returns what the manifest records."""
+    the log into ``dest`` (outside the repository), and with ``extmod`` what an out-of-tree
+    module is built against (:func:`install_extmod`). Returns what the manifest records."""
     build_dir = build_dir_for(base_commit, config, box.compiler)
     targets = targets_for(config)
     has_modules = "modules" in targets
@@ -176,6 +180,8 @@ def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
             run(box.make(build_dir, "modules_install", "INSTALL_MOD_PATH=/build/.kb-modules"),
                 log=log, what="make modules_install")
             shutil.move(build_dir / ".kb-modules", tmp / "modules")
+        if extmod:
+            install_extmod(box, build_dir, tmp / EXTMOD, log)
     shutil.copyfile(log, tmp / "build.log")
     info = {
         "commit": commit, "compiler": box.compiler, "build_dir": str(build_dir),
@@ -273,7 +279,7 @@ def cmd_build(a: argparse.Namespace) -> None:
     dest = Path(a.out).resolve().parent
     with stage("build", f"{exp.name}/{v.name}", log):
         make = (functools.partial(build_failure, expected=v.build_fails)
-                if v.build_fails else build)
+                if v.build_fails else functools.partial(build, extmod=a.extmod))
         info = make(toolbox(a, v, exp.series), SeriesStamp.read(a.series).commit,
                     Path(a.config), SourceStamp.read(a.base).commit, dest, log)
         stamp = BuildStamp(**info, artifacts=str(dest), variant=v.name)

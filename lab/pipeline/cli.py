@@ -75,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     add("source", source.cmd_source, "--out", exp=False)
     add("series", series.cmd_series, "--base", "--tree", "--out", log=False)
     add("config", build.cmd_config, "--base", "--root", "--series", "--variant", "--out")
-    add("build", build.cmd_build, "--base", "--root", "--series", "--config", "--variant", "--out")
+    bld = add("build", build.cmd_build, "--base", "--root", "--series", "--config", "--variant",
+              "--out")
+    # what the chapter's guest modules are built against (tools: {kbuild: true})
+    bld.add_argument("--extmod", action="store_true")
     add("tools", tools.cmd_tools, "--root", "--base", "--series", "--build", "--variant", "--out")
     acc = add("accel", boot.cmd_accel, "--root", "--out", log=False)
     acc.add_argument("--build", nargs="?", default="")  # none when no variant boots

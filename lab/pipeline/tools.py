@@ -20,11 +20,12 @@ def cmd_tools(a: argparse.Namespace) -> None:
 
     Runs ``make -C <tools dir> OUT=... CC=... KSRC=/src VMLINUX=...`` with the variant's source
     tree checked out at its commit (``/src``) and its artifacts (``vmlinux`` with BTF,
-    ``.config``, ``System.map``); with ``tools: {kbuild: true}`` also ``KBUILD=/build``, its
-    build directory holding its objects (headers, ``Module.symvers`` for out-of-tree modules),
-    and ``KMAKE``, the compiler variables the kernel was built with (a module for a clang
-    kernel is built with clang).
-    A module or a BPF program is so built against exactly the kernel it will run on."""
+    ``.config``, ``System.map``); with ``tools: {kbuild: true}`` also ``KBUILD=/build``, what
+    the build stage kept for out-of-tree modules (headers, generated files, ``Module.symvers``:
+    :func:`lab.pipeline.build.install_extmod`), and ``KMAKE``, the compiler variables the
+    kernel was built with (a module for a clang kernel is built with clang).
+    A module or a BPF program is so built against exactly the kernel it will run on, and no
+    kernel is built here."""
     exp = load_experiment(a)
     v = exp.all_variants[a.variant]
     tools = exp.raw.get("tools") or {}
@@ -39,7 +40,6 @@ def cmd_tools(a: argparse.Namespace) -> None:
         if tools:
             box = build.toolbox(a, v, exp.series)
             artifacts = Path(built.artifacts)
-            build_dir = Path(built.build_dir)
             cc = tools.get("cc", TOOLS_CC)
             # the root is read-only; bwrap can make mount points only in its /tmp tmpfs
             argv = ["make", "-C", "/tmp/chapter", "OUT=/tmp/out", f"CC={cc}",
@@ -48,17 +48,19 @@ def cmd_tools(a: argparse.Namespace) -> None:
                 argv.append(f"CLANG={tools['bpf_cc']}")
             binds = {box.tree: build.SRC, artifacts: "/tmp/artifacts",
                      exp.chapter.path(tools["dir"]): "/tmp/chapter", out: "/tmp/out"}
+            read_only: dict[Path, str] = {}
+            if tools.get("kbuild"):
+                extmod = artifacts / build.EXTMOD
+                if not extmod.is_dir():
+                    raise StageError(f"{a.build}: the build kept no {build.EXTMOD}/ for "
+                                     "out-of-tree modules; the build rule passes --extmod "
+                                     f"for a chapter with tools: {{kbuild: true}} ({exp.path})")
+                argv += [f"KBUILD={build.BUILD}",
+                         f"KMAKE={' '.join(build.kernel_make_vars(box.compiler))}"]
+                read_only[extmod] = build.BUILD  # a module build writes only its own M=
             with series.tree_lock(box.tree):
-                if tools.get("kbuild"):
-                    # variants share a build directory: it must hold this one's objects
-                    build.ensure_built(box, build_dir, built.commit, artifacts / ".config",
-                                       log)
-                    argv += [f"KBUILD={build.BUILD}",
-                             f"KMAKE={' '.join(build.kernel_make_vars(box.compiler))}"]
-                    binds[build_dir] = build.BUILD
-                else:
-                    series.checkout(box.tree, built.commit)
-                run(toolchain.in_root(box.root, argv, binds), log=log,
+                series.checkout(box.tree, built.commit)
+                run(toolchain.in_root(box.root, argv, binds, read_only=read_only), log=log,
                     what=f"make -C {tools['dir']} (guest programs of {v.name})")
             for name in tools["programs"]:
                 if not (out / name).is_file():

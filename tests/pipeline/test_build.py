@@ -1,40 +1,46 @@
-"""The shared build directory: a guest module is built against the variant's own objects."""
+"""Builds in the shared build directory: what a guest module is built against, and a build
+expected to fail."""
 
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from lab import ROOT
 from lab.command import StageError
-from lab.pipeline import build, kconfig
+from lab.pipeline import build
 
 
-def test_ensure_built_rebuilds_only_when_another_variant_was_built_there(
+def test_what_a_guest_module_builds_against_is_kept_with_the_build(
         tmp_path: Path, monkeypatch) -> None:
-    config = tmp_path / "config"
-    config.write_text("CONFIG_MODULES=y\n")
-    made: list[str] = []
-    checked_out: list[str] = []
-    monkeypatch.setattr(build, "make_kernel",
-                        lambda box, d, commit, cfg, targets, log: made.append(commit))
-    monkeypatch.setattr(build.series, "checkout", lambda tree, commit: checked_out.append(commit))
-    box = build.Toolbox(tmp_path / "root", tmp_path / "src", "gcc")
-    mark = tmp_path / build.BUILT_MARK
-    log = tmp_path / "log"
+    """The build keeps the kernel's own external-module tree (install-extmod-build, run in
+    the build directory by make) with its .config among its artifacts: the tools stage builds
+    a module against it and never makes a kernel."""
+    build_dir = tmp_path / "b"
+    build_dir.mkdir()
+    (build_dir / ".config").write_text("CONFIG_MODULES=y\n")
+    ran: list[list[str]] = []
 
-    build.ensure_built(box, tmp_path, "aaa", config, log)  # no mark yet: build
-    assert made == ["aaa"]
-    mark.write_text(f"aaa {kconfig.sha256(config)}\n")
-    build.ensure_built(box, tmp_path, "aaa", config, log)  # it holds aaa: only check out
-    assert made == ["aaa"] and checked_out == ["aaa"]
-    build.ensure_built(box, tmp_path, "bbb", config, log)  # another variant: build
-    assert made == ["aaa", "bbb"]
-    config.write_text("CONFIG_MODULES=y\nCONFIG_X=y\n")
-    build.ensure_built(box, tmp_path, "aaa", config, log)  # same commit, other config: build
-    assert made == ["aaa", "bbb", "aaa"]
-    assert build.targets_for(config) == ["bzImage", "modules"]
+    def run(argv: list[str], **kw: object) -> None:
+        ran.append(argv)
+        (build_dir / ".kb-extmod" / "scripts").mkdir(parents=True)
+        (build_dir / ".kb-extmod" / "Module.symvers").write_text("")
+    monkeypatch.setattr(build, "run", run)
+    (build_dir / ".kb-extmod").mkdir()
+    (build_dir / ".kb-extmod" / "stale").write_text("from a failed run")
+    box = build.Toolbox(tmp_path / "root", tmp_path / "src", "gcc")
+    build.install_extmod(box, build_dir, tmp_path / "artifacts" / build.EXTMOD, tmp_path / "log")
+    (argv,) = ran
+    assert "run-command" in argv
+    assert "KBUILD_RUN_COMMAND=/src/scripts/package/install-extmod-build /build/.kb-extmod" in argv
+    kept = tmp_path / "artifacts" / build.EXTMOD
+    assert sorted(p.name for p in kept.iterdir()) == [".config", "Module.symvers", "scripts"]
+    assert not (build_dir / ".kb-extmod").exists()
+    assert build.targets_for(build_dir / ".config") == ["bzImage", "modules"]
 
 
 def test_a_build_expected_to_fail_keeps_its_errors_and_refuses_any_other_outcome(
@@ -72,3 +78,19 @@ def test_a_build_expected_to_fail_keeps_its_errors_and_refuses_any_other_outcome
     monkeypatch.setattr(build, "make_kernel", lambda *a: None)
     with pytest.raises(StageError, match="the failure it documents is gone"):
         build.build_failure(box, "c0ffee", config, "base", tmp_path / "out", log, expected)
+
+
+def test_only_a_chapter_with_guest_modules_keeps_the_external_module_tree(tmp_path: Path) -> None:
+    """The build rule passes --extmod exactly where the chapter's tools build out-of-tree
+    modules (qpw: tools: {kbuild: true}), so no other chapter's cached build is made again."""
+    dag = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow" / "Snakefile"),
+         "--directory", str(tmp_path / "work"), "-n", "-p", "--forceall", "--cores", "1",
+         "--config", "chapters=qpw,smoke", f"python={sys.executable}"],
+        cwd=ROOT, text=True, capture_output=True, check=False)
+    assert dag.returncode == 0, dag.stdout[-2000:] + dag.stderr[-2000:]
+    builds = [line for line in dag.stdout.splitlines() if " build --chapter " in line]
+    qpw = [line for line in builds if "--chapter qpw" in line]
+    smoke = [line for line in builds if "--chapter smoke" in line]
+    assert qpw and all("--extmod" in line for line in qpw)
+    assert smoke and not any("--extmod" in line for line in smoke)

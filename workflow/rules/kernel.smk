@@ -97,6 +97,14 @@ rule config:
         "--series {input.series} --variant {wildcards.variant} --out {output} --log {log}"
 
 
+def build_args(wc):
+    """What the build stage reads besides the chapter: whether its guest programs build
+    out-of-tree modules (tools: {kbuild: true}), so the build keeps what they are built
+    against. Only such a chapter's builds see the flag (and were made again when it came)."""
+    tools = exp_of(wc).raw.get("tools") or {}
+    return kernel_args(wc) + (" --extmod" if tools.get("kbuild") else "")
+
+
 rule build:
     input:
         base="source/base.json",
@@ -110,7 +118,7 @@ rule build:
         # the stamp only: a variant whose build the experiment expects to fail has no image
         stamp="build/{chapter}/{variant}/build.json",
     params:
-        args=kernel_args,
+        args=build_args,
         compiler=lambda wc: exp_of(wc).all_variants[wc.variant].compiler,
     log:
         "logs/{chapter}/build-{variant}.log",
