@@ -28,19 +28,11 @@ from lab.pipeline.stamps import (
     BuildStamp,
     CompareStamp,
     LayerStamp,
-    RootStamp,
     ToolsStamp,
     in_repo,
     load_experiment,
     stage,
 )
-
-
-def _root(path: str) -> str:
-    """The toolchain root a stamp names, made on this machine where it lacks it."""
-    stamp = RootStamp.read(path)
-    nodecache.root(stamp)
-    return stamp.root
 
 
 def cmd_accel(a: argparse.Namespace) -> None:
@@ -55,7 +47,7 @@ def cmd_accel(a: argparse.Namespace) -> None:
             used, why = vm.choose_accel(
                 req, cachedir.sub("probe"), timeout=a.probe_timeout,
                 kernel=Path(BuildStamp.read(a.build).artifacts) / "bzImage" if a.build else None,
-                root=Path(_root(a.root)))
+                root=nodecache.root_of(a.root))
             chosen[req] = {"used": used, "why": why}
             print(f"           accel {req} -> {used}: {why}", file=sys.stderr)
     AccelStamp(accel=chosen, node=node.identity()).write(a.out)
@@ -167,7 +159,7 @@ def cmd_compare(a: argparse.Namespace) -> None:
             sides[Path(BuildStamp.read(built).artifacts)] = f"/tmp/{side}-build"
         script = exp.chapter.path(comp.script)
         argv = toolchain.in_root(
-            Path(_root(a.root)), ["/bin/sh", "/tmp/compare.sh"], {},
+            nodecache.root_of(a.root), ["/bin/sh", "/tmp/compare.sh"], {},
             read_only={script: "/tmp/compare.sh", **sides},
             env={"A": "/tmp/a", "B": "/tmp/b", "A_BUILD": "/tmp/a-build",
                  "B_BUILD": "/tmp/b-build", "BASELINE": comp.baseline,

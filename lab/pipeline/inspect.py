@@ -21,7 +21,7 @@ from typing import Any
 
 from lab.command import StageError, run
 from lab.pipeline import build, nodecache, series, toolchain
-from lab.pipeline.stamps import BuildStamp, InspectStamp, RootStamp, load_experiment, stage
+from lab.pipeline.stamps import BuildStamp, InspectStamp, load_experiment, stage
 
 _ALWAYS_INLINE = re.compile(r"__always_inline\s+[\w\s\*]*?\b(\w+)\s*\(")
 _NM = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) [tTwW] (\S+)$")
@@ -324,9 +324,7 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     exp = load_experiment(a)
     v = exp.variants[a.variant]
     artifacts = Path(BuildStamp.read(a.build).artifacts)
-    stamp = RootStamp.read(a.root)
-    nodecache.root(stamp)
-    root = Path(stamp.root)
+    root = nodecache.root_of(a.root)
     wanted = exp.raw.get("inspect") or {}
     callers = list(wanted.get("callers", []))
     found: dict[str, Any] = {}

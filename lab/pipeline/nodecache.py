@@ -60,6 +60,14 @@ def root(stamp: RootStamp) -> None:
           "path on every machine")
 
 
+def root_of(path: str | Path) -> Path:
+    """The toolchain root the root stamp at ``path`` names, made here where it is missing:
+    what a stage that runs a command in the root (inspect, accel, compare) needs."""
+    stamp = RootStamp.read(path)
+    root(stamp)
+    return Path(stamp.root)
+
+
 def base(stamp: SourceStamp) -> None:
     """The base tree and its base commit, unpacked where this machine lacks them (from the
     pinned tarball, ``KERNEL_TARBALL`` or ``KERNEL_SRC``, as the source stage does)."""
