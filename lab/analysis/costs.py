@@ -21,10 +21,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from lab import chapters
-from lab.analysis.runs import RUNS_DIR, Run, load_chapter_runs, pooled_per_variant
+from lab.analysis.runs import Run, pooled_per_variant
 
 SETUP = ("root", "source")
 """The once-per-machine stages whose time newer manifests record (``setup_seconds``)."""
@@ -83,12 +82,13 @@ class Jobs:
         return out
 
 
-def book_runs(runs_dir: Path = RUNS_DIR) -> dict[str, list[Run]]:
+def book_runs(loaded: dict[str, list[Run]]) -> dict[str, list[Run]]:
     """Chapter -> the runs its notebook reads (every run pooled into a variant it shows), for
-    every book chapter with an experiment."""
+    every book chapter with an experiment, from ``loaded`` (chapter -> its committed runs,
+    oldest first, as :func:`lab.analysis.runs.load_chapter_runs` gives them)."""
     out = {}
     for chapter in chapters.select("all"):
-        runs = load_chapter_runs(chapter.name, runs_dir)
+        runs = loaded.get(chapter.name, [])
         ids = {i for run in pooled_per_variant(runs).values() for i in run.run_id.split(" + ")}
         out[chapter.name] = [r for r in runs if r.run_id in ids]
     return out
@@ -177,11 +177,12 @@ def simulate(jobs: Jobs, machines: int) -> float:
     started = [False] * machines
     built: dict[str, float] = {}
 
-    def run(cost: list[float], after: float) -> float:
+    def run(cost: list[float], after: float) -> tuple[int, float]:
+        """Put a job on the machine where it ends first; that machine and the end."""
         m = min(range(machines), key=lambda i: (max(free[i], after) + cost[i], i))
         free[m] = max(free[m], after) + cost[m]
         started[m] = True
-        return free[m]
+        return m, free[m]
 
     for key in sorted(jobs.builds, key=lambda k: -(dirs[jobs.builds[k].directory][0]
                                                    + waiting.get(k, 0.0))):
@@ -189,9 +190,8 @@ def simulate(jobs: Jobs, machines: int) -> float:
         cold, hot = dirs[b.directory]
         cost = [(0.0 if started[m] else jobs.setup) + (hot if b.directory in warm[m] else cold)
                 for m in range(machines)]
-        m_before = list(free)
-        built[key] = run(cost, 0.0)
-        warm[next(m for m in range(machines) if free[m] != m_before[m])].add(b.directory)
+        m, built[key] = run(cost, 0.0)
+        warm[m].add(b.directory)
     for t in sorted(jobs.timed, key=lambda t: -t.seconds):
         cost = [(0.0 if started[m] else jobs.setup) + t.seconds for m in range(machines)]
         run(cost, max((built[k] for k in t.builds), default=0.0))
