@@ -15,7 +15,7 @@ KB_CACHE = $${KERNEL_BOOK_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/kernel-book}
 # python3-venv for the project's virtual environment with Debian's python3; uidmap and passwd
 # (newuidmap, useradd) for making the toolchain root and the test's user without root; tar and
 # xz-utils unpack the kernel tarball; e2fsprogs formats the disk of a machine that has one.
-PIPELINE_DEBS := qemu-system-x86 mmdebstrap bubblewrap uidmap passwd git tar xz-utils \
+PIPELINE_DEBS := qemu-system-x86 qemu-system-arm mmdebstrap bubblewrap uidmap passwd git tar xz-utils \
 	python3-venv e2fsprogs
 # SLURM's client tools, its two daemons and munge, its authentication: a cluster's head and
 # nodes have them; the SLURM test runs a one-node cluster of them on loopback
@@ -23,7 +23,7 @@ SLURM_DEBS := slurm-client slurmctld slurmd munge
 CHAPTERS_LIST = $(notdir $(patsubst %/chapter.yaml,%,$(wildcard chapters/*/chapter.yaml)))
 
 .PHONY: reproduce reparse check-chapters pipeline-deps slurm-deps help-pipeline toolchain-lock \
-	guest-lock
+	guest-lock cross-lock
 
 help-pipeline: ## how to re-measure a chapter (variables, caches, what needs root)
 	@echo "make reproduce CHAPTER=<chapter>|a,b|all [VARIANTS=a,b] [REPS=n] [ACCEL=auto|kvm|tcg|icount]"
@@ -42,6 +42,8 @@ help-pipeline: ## how to re-measure a chapter (variables, caches, what needs roo
 	@echo "    the only step that does: every other target runs as an ordinary user"
 	@echo "make toolchain-lock  re-make the toolchain root from today's sid and rewrite"
 	@echo "    configs/toolchain.lock.yaml (when the archive no longer serves a locked version)"
+	@echo "make cross-lock  pin gcc-15's cross compilers and the Arm guests' busybox against"
+	@echo "                 the toolchain root (configs/cross.lock.yaml, configs/guest-*.lock.yaml)"
 	@echo "make guest-lock CHAPTER=<chapter>  pin the chapter's guest_packages against the"
 	@echo "    toolchain root (chapters/<chapter>/guest.lock.yaml; boots only, no rebuild)"
 	@echo "caches: $(KB_CACHE) (delete it to start cold); KERNEL_BOOK_WORK=<dir> puts"
@@ -59,6 +61,9 @@ toolchain-lock: $(STAMP) pipeline-deps ## re-make the toolchain root from today'
 guest-lock: $(STAMP) pipeline-deps ## pin a chapter's guest packages: make guest-lock CHAPTER=io-wq
 	@test -n "$(CHAPTER)" || { echo "usage: make guest-lock CHAPTER=<chapter>"; exit 2; }
 	@$(PY) -m lab.pipeline.guestlayer lock '$(CHAPTER)'
+
+cross-lock: $(STAMP) pipeline-deps ## pin the cross compilers and Arm guest trees (configs/cross.lock.yaml, configs/guest-*.lock.yaml)
+	@$(PY) -m lab.pipeline.crosslayer lock
 
 reproduce: $(STAMP) pipeline-deps ## re-measure chapters: make reproduce CHAPTER=smoke (see make help-pipeline)
 	@test -n "$(CHAPTER)" || { echo "usage: make reproduce CHAPTER=<chapter>|a,b|all; chapters: $(CHAPTERS_LIST)"; exit 2; }

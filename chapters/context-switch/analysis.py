@@ -11,6 +11,7 @@ so the notebook only glues and plots.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -26,6 +27,9 @@ from lab.analysis.runs import (
     latest_per_variant,
 )
 from lab.analysis.verdicts import Verdict
+
+HOST = "x86_64"
+"""The architecture of a variant whose manifest names none (every x86 run)."""
 
 TREES = {"v2-thread-baseline": "v2 base", "baseline": "7.2.13", "patched": "7.2.13 + 3/3"}
 """Tree name (patches/context-switch/meta.yaml) -> label: the v2 thread's before, the release
@@ -45,8 +49,9 @@ def probe_frame(runs: list[Run], every_run: bool = False) -> pd.DataFrame:
     Each variant comes from the newest run that measured it, or, with ``every_run``, from
     every run that did (to compare runs with each other).
 
-    Columns: variant, rep, run_id, compiler, tree, spectre (``spectre_v2_user=on`` on the
-    command line), clock (icount or wall TSC), avg (all full intervals' cycles over their
+    Columns: variant, rep, run_id, arch (x86_64, arm64, arm), compiler, tree, spectre
+    (``spectre_v2_user=on`` on the command line), clock (icount, or the wall clock: TSC on
+    x86, the virtual counter on Arm), avg (all full intervals' cycles over their
     switches), lo/hi (the smallest and largest per-interval average), ibpb (the guest's
     IBPB state: 0 disabled, 1 conditional, 2 always-on), per_switch (the program's
     nanoseconds per switch, whole hand-off; under icount at shift 0 one nanosecond is one
@@ -66,7 +71,7 @@ def probe_frame(runs: list[Run], every_run: bool = False) -> pd.DataFrame:
                 continue
             rows.append({
                 "variant": name, "rep": int(rep), "run_id": run.run_id,
-                "compiler": v["compiler"], "tree": v["tree"],
+                "arch": v.get("arch", HOST), "compiler": v["compiler"], "tree": v["tree"],
                 "spectre": "spectre_v2_user=on" in v.get("cmdline", ""),
                 "clock": _clock(v), "avg": values[PROBE],
                 "lo": values["probe.min_avg_cycles"], "hi": values["probe.max_avg_cycles"],
@@ -75,15 +80,16 @@ def probe_frame(runs: list[Run], every_run: bool = False) -> pd.DataFrame:
                                    0.0 if values.get("cpu_flag.ibpb") == 0 else float("nan")),
                 "per_switch": values.get("prog.ns_per_switch", float("nan")),
             })
-    return pd.DataFrame(rows, columns=["variant", "rep", "run_id", "compiler", "tree",
+    return pd.DataFrame(rows, columns=["variant", "rep", "run_id", "arch", "compiler", "tree",
                                        "spectre", "clock", "avg", "lo", "hi", "ibpb",
                                        "per_switch"])
 
 
 def cells(probe: pd.DataFrame) -> pd.DataFrame:
-    """Per (compiler, spectre, clock, tree): boots, mean of the per-boot averages, their range
-    (the spread across boots: zero means identical), and the range of all interval averages."""
-    keys = ["compiler", "spectre", "clock", "tree"]
+    """Per (arch, compiler, spectre, clock, tree): boots, mean of the per-boot averages, their
+    range (the spread across boots: zero means identical), and the range of all interval
+    averages."""
+    keys = ["arch", "compiler", "spectre", "clock", "tree"]
     out = probe.groupby(keys).agg(
         variant=("variant", "first"), boots=("avg", "size"), mean=("avg", "mean"),
         boot_min=("avg", "min"), boot_max=("avg", "max"), lo=("lo", "min"), hi=("hi", "max"),
@@ -117,9 +123,9 @@ def across_runs(runs: list[Run]) -> pd.DataFrame:
 
 def changes(cell: pd.DataFrame, before: str = "v2-thread-baseline",
             after: str = "patched", value: str = "mean") -> pd.DataFrame:
-    """Per (compiler, spectre, clock): ``value`` (the probe's mean, or ``per_switch``) before
-    and after, and the change in percent."""
-    keys = ["compiler", "spectre", "clock"]
+    """Per (arch, compiler, spectre, clock): ``value`` (the probe's mean, or ``per_switch``)
+    before and after, and the change in percent."""
+    keys = ["arch", "compiler", "spectre", "clock"]
     wide = cell.pivot_table(index=keys, columns="tree", values=value)
     if before not in wide or after not in wide:
         return pd.DataFrame(columns=[*keys, "before", "after", "change_pct"])
@@ -138,8 +144,9 @@ def _builds(runs: list[Run]) -> dict[str, tuple[Run, dict[str, Any]]]:
     return out
 
 
-EVIDENCE_COLUMNS = ["build", "compiler", "tree", "config", "fts_copies", "fts_bytes", "fts_calls",
-                    "fts_tail_calls", "fts_sched_text", "region_insns", "region_calls", "rdtsc",
+EVIDENCE_COLUMNS = ["build", "arch", "compiler", "tree", "config", "fts_copies", "fts_bytes",
+                    "fts_calls", "fts_tail_calls", "fts_sched_text", "region_insns",
+                    "region_calls", "rdtsc",
                     "schedule_bytes", "schedule_tail_bytes", "outlined", "text_bytes",
                     "sched_text_bytes", "bzImage", "rq_unlock_calls"]
 
@@ -147,7 +154,7 @@ EVIDENCE_COLUMNS = ["build", "compiler", "tree", "config", "fts_copies", "fts_by
 def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataFrame:
     """One row per built kernel: what lab.pipeline.inspect found in its vmlinux.
 
-    Columns: build, compiler, tree, config (timing or size), fts_copies (out-of-line
+    Columns: build, arch, compiler, tree, config (timing or size), fts_copies (out-of-line
     ``finish_task_switch`` symbols), fts_bytes (their bytes together), fts_calls and
     fts_tail_calls (direct calls to them from ``__schedule`` and from ``schedule_tail``, its two
     callers), fts_sched_text (those copies that lie in ``.sched.text``), region_insns /
@@ -170,7 +177,8 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
         region = sched.get("probe_region", {})
         names = forced or list(ev["functions"])
         rows.append({
-            "build": name, "compiler": v["compiler"], "tree": v["tree"],
+            "build": name, "arch": v.get("arch", HOST), "compiler": v["compiler"],
+            "tree": v["tree"],
             "config": "size" if any("size" in f for f in v.get("fragments", [])) else "timing",
             "fts_copies": ", ".join(fts.get("out_of_line", [])) or "none",
             "fts_bytes": fts.get("bytes"),
@@ -196,7 +204,7 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
 
 def sizes(evidence: pd.DataFrame) -> pd.DataFrame:
     """bzImage bytes of the size-configuration builds, per compiler and tree."""
-    size = evidence[evidence["config"] == "size"]
+    size = evidence[(evidence["config"] == "size") & (evidence["arch"] == HOST)]
     return size.pivot_table(index="compiler", columns="tree", values="bzImage",
                             aggfunc="first").reset_index()
 
@@ -210,6 +218,7 @@ CITED_TREE = {"baseline": "v2-thread-baseline", "patched": "patched"}
 
 def _cell(cell: pd.DataFrame, compiler: str, spectre: bool, icount: bool,
           tree: str) -> pd.Series | None:
+    """One cell of ``cell`` (:func:`cells` of one architecture's boots)."""
     sel = cell[(cell["compiler"] == compiler) & (cell["spectre"] == spectre)
                & ((cell["clock"] == "icount") == icount) & (cell["tree"] == tree)]
     return sel.iloc[0] if len(sel) else None
@@ -251,17 +260,37 @@ NO_IBPB = ("spectre_v2_user=on left IBPB off in the guest (the emulated CPU does
            "real CPU has")
 """Why the ``spectre_v2_user=on`` cells cannot show the cited change under TCG."""
 
-def tsc_ticks(machine: str) -> str:
+@dataclass(frozen=True)
+class Counter:
+    """The counter the probe reads on an architecture: the unit its readings are in, and the
+    names a row gives it."""
+
+    unit: str
+    reading: str
+    """What one reading is, in a reason's words."""
+    wall: str
+    """Our wall-clock cells' label."""
+
+
+COUNTERS = {
+    "x86_64": Counter("TSC ticks", "an rdtsc reading, not core cycles",
+                      "wall-clock TSC (emulated)"),
+    "arm64": Counter("cntvct_el0 ticks", "a read of the virtual counter, not core cycles",
+                     "wall-clock cntvct_el0 (emulated)"),
+    "arm": Counter("cntvct_el0 ticks", "a read of the virtual counter (CNTVCT), not core "
+                   "cycles", "wall-clock CNTVCT (emulated)"),
+}
+"""Each architecture's probe counter (patches/context-switch/instrument/)."""
+
+
+def tsc_ticks(machine: str, arch: str = HOST) -> str:
     """Why a cited probe reading of ``machine`` is not compared as a level."""
-    return (f"TSC ticks of {machine} (an rdtsc reading, not core cycles), not comparable with an "
+    counter = COUNTERS[arch]
+    return (f"{counter.unit} of {machine} ({counter.reading}), not comparable with an "
             "emulator's ticks")
 
 ICOUNT = "icount: instructions, not TSC ticks of a real CPU"
 """What limits the mechanism rows: they count instructions, the author's TSC measured time."""
-
-TICKS = "TSC ticks"
-"""The unit of the postings' probe readings and of ours under TCG's wall clock."""
-
 
 def _boots(probe: pd.DataFrame, row: pd.Series | None) -> pd.Series:
     """The probe's per-boot averages of one cell's variant, indexed by repetition."""
@@ -308,13 +337,19 @@ def _row(entry_id: str, ours: str, verdict: Verdict, used: list[str],
 
 
 _V5_PROBE = re.compile(r"context-switch-v5-(i5|ryzen)-(gcc|clang)-spectre-(default|on)-baseline")
+_V5_ARM = re.compile(r"context-switch-v5-(arm64|arm32)-(gcc|clang)-baseline")
+V5_ARCH = {"arm64": "arm64", "arm32": "arm"}
+"""The v5 cover's Arm tables, as our architectures."""
 _V5_SIZE = re.compile(r"context-switch-v5-(bzimage|text)-(gcc|clang)-(os|o2)-baseline")
 V5_CONFIG = {"os": "size", "o2": "timing"}
 """The v5 size tables' optimisation levels, as our build configurations: -Os is the size
 configuration (the v2 cover's bzImage options), -O2 the timing one (its rdtsc options)."""
 
 V2_MACHINE = "the author's i5-8300H"
-V5_MACHINE = {"i5": V2_MACHINE, "ryzen": "the author's Ryzen 9600X"}
+V5_MACHINE = {"i5": V2_MACHINE, "ryzen": "the author's Ryzen 9600X",
+              "arm64": "the author's Raspberry Pi 3b (Cortex-A53, a 19.2 MHz counter)",
+              "arm32": "the author's Raspberry Pi 3b (Cortex-A53 in AArch32, a 19.2 MHz "
+                       "counter)"}
 """The machines of the postings' probe tables, as a reason names them."""
 
 HIDDEN = ("the author measured no change on this CPU, and a decrease on the i5 for the same "
@@ -345,13 +380,16 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: quan
                 cell: pd.DataFrame, probe: pd.DataFrame, latest: dict[str, Run],
                 where: dict[str, str], *, change_id: str, change_where: dict[str, str],
                 icount_id: str | None, hidden: bool, implied: bool,
-                machine: str) -> list[dict[str, str]]:
+                machine: str, arch: str = HOST) -> list[dict[str, str]]:
     """The rows of one cited probe pair: its before and after readings (not comparable), its
     change under TCG's wall clock (a claim, row ``change_id``: the cited change entry, or a
     derived row placed by ``change_where``) and, with ``icount_id``, the instructions on the
     timed path (a mechanism row: instructions are not TSC ticks). ``hidden`` marks a cited 0 %
     that no clock here can test (:data:`HIDDEN`); ``implied``, a change that the cited pair
-    implies rather than one the author wrote; ``machine``, whose ticks the cited readings are."""
+    implies rather than one the author wrote; ``machine``, whose ticks the cited readings are;
+    ``arch``, the architecture of the cells (``cell`` holds only its boots) and with it the
+    probe's counter (:data:`COUNTERS`)."""
+    counter = COUNTERS[arch]
     cited_text = cited.describe(" %")
     first = _cell(cell, compiler, spectre, False, CITED_TREE["patched"])
     some = first if first is not None else _cell(cell, compiler, spectre, True,
@@ -363,7 +401,8 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: quan
     tsc_verdict, tsc_used = _cell_verdict(
         cell, probe, compiler, spectre, False, latest,
         lambda c: verdicts.judge_change(
-            c, cited, f"{environment}; TCG's TSC is emulated time", units=(TICKS, TICKS),
+            c, cited, f"{environment}; TCG's {counter.unit.split()[0]} is emulated time",
+            units=(counter.unit, counter.unit),
             margin=quantities.MARGINS["time"], cannot_show=ibpb or (HIDDEN if hidden else None)))
     sign = -1 if cited.value <= 0 else 1  # a cited 0 (the Ryzen) still removes the call
     path = f"a {'shorter' if sign < 0 else 'longer'} timed path (the call the patch removes)"
@@ -381,7 +420,7 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: quan
     rows = []
     for entry in entries[entries["variant"].isin(scorecard.ROLES)].itertuples():
         tree = CITED_TREE[entry.variant]
-        measured = [(_cell(cell, compiler, spectre, False, tree), "wall-clock TSC (emulated)"),
+        measured = [(_cell(cell, compiler, spectre, False, tree), counter.wall),
                     (_cell(cell, compiler, spectre, True, tree), "icount")]
         used = [r["variant"] for r, _ in measured if r is not None]
         if not used:
@@ -391,7 +430,7 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: quan
                   f"(a mechanism row): {icount_verdict.verdict}")
         which = "the change the cited pair implies" if implied else "the cited change"
         rows.append(_row(entry.id, ours, verdicts.not_comparable(
-            f"{tsc_ticks(machine)}; {which} ({cited_text}, its own rows) is judged instead: "
+            f"{tsc_ticks(machine, arch)}; {which} ({cited_text}, its own rows) is judged instead: "
             f"{judged}"), used, latest))
     if tsc_used:
         change = tsc_verdict.change
@@ -409,7 +448,8 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: quan
 def _ends(evidence: pd.DataFrame, config: str, compiler: str) -> dict[str, pd.Series]:
     """The v2 base's and the patched tree's build of one configuration and compiler, by cited
     role, where built."""
-    part = evidence[(evidence["config"] == config) & (evidence["compiler"] == compiler)]
+    part = evidence[(evidence["config"] == config) & (evidence["compiler"] == compiler)
+                    & (evidence["arch"] == HOST)]
     by_tree = {r.tree: r for _, r in part.iterrows()}
     return {role: by_tree[t] for role, t in CITED_TREE.items() if t in by_tree}
 
@@ -482,11 +522,13 @@ def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
     The v5 cover letter: its written changes on the i5 and the Ryzen judged under the wall
     clock, with an icount mechanism row each; its bzImage and .text changes against our
     builds of the same optimisation level, with the function sizes behind .text (both callers
-    of ``finish_task_switch()``, and its out-of-line copy) as mechanism rows. Its arm tables
-    stay "not yet measured": the pipeline builds x86 only."""
+    of ``finish_task_switch()``, and its out-of-line copy) as mechanism rows. Its arm64 and
+    arm32 tables as its x86 ones, from our Arm builds booted on QEMU's virt machine: the
+    virtual counter's change under TCG's wall clock, and the instructions under icount."""
     part = cited[cited["chapter"] == "context-switch"]
     probe = probe_frame(chapter_runs)
-    cell = cells(probe)
+    by_arch = {arch: cells(group) for arch, group in probe.groupby("arch")}
+    cell = by_arch.get(HOST, cells(probe[probe["arch"] == HOST]))
     evidence = evidence_frame(chapter_runs)
     latest = latest_per_variant(chapter_runs)
     rows = []
@@ -515,11 +557,22 @@ def judge(cited: pd.DataFrame, chapter_runs: list[Run]) -> pd.DataFrame:
                 change_id=change["id"], change_where={},
                 icount_id=base.id.removesuffix("-baseline") + "-icount",
                 hidden=claimed.value == 0, implied=False, machine=V5_MACHINE[m[1]])
+        elif m := _V5_ARM.fullmatch(base.id):
+            arch = V5_ARCH[m[1]]
+            change = entries[entries["variant"] == "change"].iloc[0]
+            if arch not in by_arch:
+                continue
+            rows += _probe_rows(
+                entries, m[2], False, scorecard.cited_change(entries), by_arch[arch], probe,
+                latest, where, change_id=change["id"], change_where={},
+                icount_id=base.id.removesuffix("-baseline") + "-icount", hidden=False,
+                implied=False, machine=V5_MACHINE[m[1]], arch=arch)
         elif m := _V5_SIZE.fullmatch(base.id):
             rows += _size_rows(entries, m[1], m[2], V5_CONFIG[m[3]], evidence, latest, where)
         elif m := _BZIMAGE.fullmatch(base.id):
             compiler = m[1]
-            size = evidence[(evidence["config"] == "size") & (evidence["compiler"] == compiler)]
+            size = evidence[(evidence["config"] == "size") & (evidence["compiler"] == compiler)
+                            & (evidence["arch"] == HOST)]
             by_tree = dict(zip(size["tree"], size["bzImage"].astype(int), strict=True))
             by_role = {r: by_tree[t] for r, t in CITED_TREE.items() if t in by_tree}
             if not by_role:

@@ -8,7 +8,8 @@ Four kinds of line, ``end=ok`` last:
   ``spectre_v2.ibpb`` / ``spectre_v2.stibp`` = 0 disabled, 1 conditional, 2 always-on or
   forced; ``text.isolated`` becomes ``isolated_cpu``;
 * ``<key>=<number>``: the user program's summary and the CPU flags -> ``prog.<key>`` /
-  ``cpu_flag.<flag>``, ``shift``;
+  ``cpu_flag.<flag>``, ``shift``, and on Arm ``counter_hz``, the frequency of the counter the
+  probe reads;
 * the instrument patch's kernel lines, one per 2^shift switches of a CPU::
 
     sched_test: start shift=17
@@ -77,7 +78,8 @@ def parse(text: str, source: str) -> list[tuple[str, float]]:
                 number = float(value)
             except ValueError:
                 raise StageError(f"{source}: {key}={value!r} is not a number") from None
-            name = key if key.startswith("cpu_flag.") or key == "shift" else f"prog.{key}"
+            name = (key if key.startswith("cpu_flag.") or key in ("shift", "counter_hz")
+                    else f"prog.{key}")
             values[name] = number
             rows.append((name, number))
     for need in ("shift", "prog.cpu"):

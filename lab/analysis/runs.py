@@ -262,17 +262,23 @@ def clock_flags(run: Run, variant: str) -> dict[int, str]:
 def environment_facts(manifest: dict) -> dict[str, str]:
     """What a run was measured on, one fact per key, for glued prose and captions.
 
-    Keys: accelerator, vcpus, host_cores, host_cpu, qemu, compiler, kernel, config. Where the
-    variants of a run differ (the lock-statistics builds have their own config), the values
-    are joined with ", ".
+    Keys: accelerator, vcpus, host_cores, host_cpu, qemu, compiler, kernel, config, guest
+    (the guests' architecture and emulated CPU where not the host's x86_64, else empty).
+    Where the variants of a run differ (the lock-statistics builds have their own config),
+    the values are joined with ", ".
     """
     variants = manifest.get("variants", {})
+    foreign = sorted({(v["arch"], v.get("machine", {}).get("cpu_model", "?"))
+                      for v in variants.values() if v.get("arch", "x86_64") != "x86_64"})
+    guests = manifest.get("cross_layer", {}).get("guests", {})
     accels = sorted({a for v in variants.values() for a in v.get("accel_used", [])})
     compilers = sorted({v.get("compiler", "") for v in variants.values()} - {""})
     configs = sorted({v.get("config_sha256", "")[:12] for v in variants.values()} - {""})
     vcpus = sorted({str(v.get("machine", {}).get("cpus", "")) for v in variants.values()} - {""})
     host = manifest.get("host", {})
-    qemu = str(manifest.get("qemu", "")).split(" (")[0].replace("QEMU emulator version ", "")
+    qemu = str(guests[foreign[0][0]]["qemu"] if foreign and foreign[0][0] in guests
+               else manifest.get("qemu", "")).split(" (")[0].replace("QEMU emulator version ",
+                                                                      "")
     base = manifest.get("base", {})
     built_only = bool(variants) and not any(v.get("boot", True) for v in variants.values())
     return {
@@ -285,6 +291,7 @@ def environment_facts(manifest: dict) -> dict[str, str]:
         "compiler": ", ".join(compilers) or "?",
         "kernel": f"Linux {base.get('version', '?')} ({base.get('origin', '?')})",
         "config": ", ".join(configs) or "?",
+        "guest": ", ".join(f"{arch} guest ({cpu}, QEMU virt)" for arch, cpu in foreign),
     }
 
 
@@ -295,7 +302,8 @@ def environment_summary(manifest: dict) -> str:
     a number from bare metal are different claims.
     """
     f = environment_facts(manifest)
-    return (f"{f['accelerator']} on {f['host_cpu']} ({f['host_cores']} host cores), "
+    guest = f", {f['guest']}" if f["guest"] else ""
+    return (f"{f['accelerator']} on {f['host_cpu']} ({f['host_cores']} host cores){guest}, "
             f"QEMU {f['qemu']}, {f['compiler']}, {f['kernel']}, config {f['config']}")
 
 
@@ -309,7 +317,9 @@ def environment_limits(manifest: dict, variant: str | None = None) -> str:
     f = environment_facts(manifest)
     used = manifest.get("variants", {}).get(variant, {}).get("accel_used", []) if variant else []
     accel = "/".join(a.upper() for a in used) or f["accelerator"]
-    return f"{accel}, {f['vcpus']} vCPUs on {f['host_cores']} host cores"
+    arch = manifest.get("variants", {}).get(variant, {}).get("arch") if variant else None
+    guest = f" of an emulated {arch}" if arch else ""
+    return f"{accel}, {f['vcpus']} vCPUs{guest} on {f['host_cores']} host cores"
 
 
 def metric_values(run: Run, variant: str, workload: str, metric: str) -> pd.Series:

@@ -167,12 +167,20 @@ def private_apt(mirror: str | None = None, name: str = "apt") -> PrivateApt:
     return PrivateApt(cachedir.sub(name), mirror or debian_mirror())
 
 
-def archive_versions(apt: PrivateApt, packages: list[str]) -> dict[str, set[str]]:
-    """``{package: versions}`` the archive serves for the host's architecture (binary only)."""
-    proc = run(["apt-cache", *apt.options, "madison", *packages], what="apt-cache madison")
+def archive_versions(apt: PrivateApt, packages: list[str],
+                     options: list[str] | None = None) -> dict[str, set[str]]:
+    """``{package: versions}`` the archive serves (binary only) for the host's architecture,
+    or for the one a name qualifies (``busybox-static:arm64``, with ``options`` that add
+    that architecture to apt's)."""
+    proc = run(["apt-cache", *(options or apt.options), "madison", *packages],
+               what="apt-cache madison")
     served: dict[str, set[str]] = {p: set() for p in packages}
     for line in proc.stdout.splitlines():
         fields = [f.strip() for f in line.split("|")]
-        if len(fields) == 3 and fields[2].endswith("Packages") and fields[0] in served:
-            served[fields[0]].add(fields[1])
+        if len(fields) != 3 or not fields[2].endswith("Packages"):
+            continue
+        arch = fields[2].split()[-2]  # "<mirror> sid/main arm64 Packages"
+        for name in (fields[0], f"{fields[0]}:{arch}"):
+            if name in served:
+                served[name].add(fields[1])
     return served

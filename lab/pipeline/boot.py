@@ -13,7 +13,9 @@ from pathlib import Path
 from lab import ROOT
 from lab.command import StageError, require_tools
 from lab.pipeline import (
+    accel,
     cachedir,
+    crosslayer,
     experiment,
     guestlayer,
     node,
@@ -22,11 +24,13 @@ from lab.pipeline import (
     toolchain,
     vm,
 )
+from lab.pipeline import arch as arches
 from lab.pipeline.stamps import (
     AccelStamp,
     BootStamp,
     BuildStamp,
     CompareStamp,
+    CrossStamp,
     LayerStamp,
     ToolsStamp,
     in_repo,
@@ -41,16 +45,27 @@ def cmd_accel(a: argparse.Namespace) -> None:
     The probe boots the first variant's kernel, so it runs after that build."""
     exp = load_experiment(a)
     with stage("accel", exp.name, None):
-        require_tools([vm.QEMU])
         chosen = {}
-        for req in sorted({v.accel for v in exp.variants.values()}):
-            used, why = vm.choose_accel(
-                req, cachedir.sub("probe"), timeout=a.probe_timeout,
-                kernel=Path(BuildStamp.read(a.build).artifacts) / "bzImage" if a.build else None,
-                root=nodecache.root_of(a.root))
-            chosen[req] = {"used": used, "why": why}
-            print(f"           accel {req} -> {used}: {why}", file=sys.stderr)
+        for key in sorted({accel_key(v) for v in exp.variants.values()}):
+            target, _, req = key.rpartition(":")
+            if target:
+                used, why = accel.cross_accel(req, arches.get(target))
+            else:
+                require_tools([vm.QEMU])
+                used, why = accel.choose_accel(
+                    req, cachedir.sub("probe"), timeout=a.probe_timeout,
+                    kernel=BuildStamp.read(a.build).boot_image if a.build else None,
+                    root=nodecache.root_of(a.root))
+            chosen[key] = {"used": used, "why": why}
+            print(f"           accel {key} -> {used}: {why}", file=sys.stderr)
     AccelStamp(accel=chosen, node=node.identity()).write(a.out)
+
+
+def accel_key(v: experiment.Variant) -> str:
+    """Where the accel stamp keeps a variant's accelerator: the one asked for, prefixed with
+    the architecture when it is a cross one (``arm64:auto``), since only the host's own can
+    use KVM and only its answer comes from the probe."""
+    return v.accel if not arches.get(v.arch).cross else f"{v.arch}:{v.accel}"
 
 
 def job_dir(job: Path, exp: experiment.Experiment, variant: str, programs: Path,
@@ -75,6 +90,22 @@ def job_dir(job: Path, exp: experiment.Experiment, variant: str, programs: Path,
     )
 
 
+def guest_root(a: argparse.Namespace, exp: experiment.Experiment, target: arches.Arch) -> Path:
+    """The guest's ``/``: the chapter's layer (the toolchain root, or its guest packages over
+    it) on the host's architecture, the architecture's busybox tree on a cross one
+    (``--cross``, the cross stage's stamp)."""
+    if not target.cross:
+        layer = LayerStamp.read(a.layer)
+        guestlayer.ensure_layer(layer, exp.chapter)
+        return Path(layer.root)
+    if not a.cross:
+        raise StageError(f"a boot of an {target.name} kernel needs the cross stage's stamp "
+                         "(--cross toolchain/cross.json); the boot rule passes it")
+    stamp = CrossStamp.read(a.cross)
+    crosslayer.ensure(stamp)
+    return Path(stamp.guests[target.name])
+
+
 def cmd_boot(a: argparse.Namespace) -> None:
     """Boot one variant once and run its workloads; keep the raw output (console and what the
     guest wrote), checked against the guest's own sha256 sums. Parsing is the next stage."""
@@ -87,14 +118,16 @@ def cmd_boot(a: argparse.Namespace) -> None:
     (tmp / "out").mkdir(parents=True)
     console = tmp / "console.log"
     probed = AccelStamp.read(a.accel_json)
-    accel = probed.accel[v.accel]
+    chosen = probed.accel[accel_key(v)]
+    target = arches.get(v.arch)
     with stage("boot", label, console):
         if probed.node and probed.node["name"] != node.name():
             raise StageError(
                 f"{label}: the accelerator probe ran on {probed.node['name']}, this boot on "
                 f"{node.name()}; the probe's answer holds where it ran only. Under SLURM the "
                 "profile keeps them in one group job (workflow/profiles/slurm, groups:)")
-        artifacts = Path(BuildStamp.read(a.build).artifacts)
+        built = BuildStamp.read(a.build)
+        artifacts = Path(built.artifacts)
         tools_bin = Path(ToolsStamp.read(a.tools).bin)
         job_dir(tmp / "job", exp, v.name, tools_bin, artifacts / "modules")
         initrd = tools_bin / v.initrd if v.initrd else None
@@ -102,14 +135,13 @@ def cmd_boot(a: argparse.Namespace) -> None:
             raise StageError(f"{label}: initrd {v.initrd!r} is not a program the tools stage "
                              f"built ({tools_bin}); list it under tools: programs in "
                              f"{exp.path}")
-        cmdline = vm.kernel_cmdline(v.cmdline)
+        cmdline = vm.kernel_cmdline(v.cmdline, target.console)
         disk = tmp / "disk.img" if v.machine.disk else None
         with ExitStack() as scratch:
             made = scratch.enter_context(vm.scratch_disk(disk, v.machine.disk)) if disk else {}
-            layer = LayerStamp.read(a.layer)
-            guestlayer.ensure_layer(layer, exp.chapter)
-            argv = vm.qemu_command(artifacts / "bzImage", Path(layer.root), tmp / "job",
-                                   tmp / "out", accel["used"], v.machine, cmdline, initrd, disk)
+            argv = vm.qemu_command(built.boot_image, guest_root(a, exp, target), tmp / "job",
+                                   tmp / "out", chosen["used"], v.machine, cmdline, initrd, disk,
+                                   target)
             result = vm.boot(argv, console, exp.boot_timeout, label)
         sums = vm.verify_output(tmp / "out", label)
         status = dict(line.split() for line in (tmp / "out" / "status.txt").read_text()
@@ -121,8 +153,8 @@ def cmd_boot(a: argparse.Namespace) -> None:
                 raise StageError(f"{label}: workload {w['name']} exited {rc}"
                                  f"{' (killed by its timeout)' if rc == '137' else ''}; "
                                  f"stderr: {err.strip() or '(empty)'}; console: {console}")
-        stamp = BootStamp(variant=v.name, rep=int(a.rep), accel=accel["used"],
-                          accel_requested=v.accel, accel_why=accel["why"], qemu_argv=argv,
+        stamp = BootStamp(variant=v.name, rep=int(a.rep), accel=chosen["used"],
+                          accel_requested=v.accel, accel_why=chosen["why"], qemu_argv=argv,
                           **({"disk_mkfs": made["argv"], "disk_mke2fs": made["mke2fs"],
                               "disk_sha256": made["sha256"]} if made else {}),
                           cmdline=cmdline, boot_to_result_seconds=result.seconds_to_done,

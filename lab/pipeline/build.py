@@ -20,10 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.command import StageError, run
-from lab.pipeline import cachedir, experiment, kconfig, node, nodecache, series, toolchain
+from lab.pipeline import arch as arches
+from lab.pipeline import (
+    cachedir,
+    crosslayer,
+    experiment,
+    kconfig,
+    node,
+    nodecache,
+    series,
+    toolchain,
+)
+from lab.pipeline.arch import HOST
 from lab.pipeline.stamps import (
     BuildStamp,
-    RootStamp,
     SeriesStamp,
     SourceStamp,
     fresh_log,
@@ -32,16 +42,13 @@ from lab.pipeline.stamps import (
 )
 
 SRC, BUILD, CCACHE = "/src", "/build", "/ccache"
-COMPILERS: dict[str, list[str]] = {
-    "gcc": ["CC=ccache gcc-15", "HOSTCC=gcc-15", "LD=ld"],
-    "clang": ["LLVM=-21", "CC=ccache clang-21", "HOSTCC=clang-21"],
-}
-"""make variables per compiler; clang builds use the whole LLVM toolchain (LLVM=1 style)."""
 
-def kernel_make_vars(compiler: str) -> list[str]:
-    """The make variables of :data:`COMPILERS` without ccache, for what is built against a
-    kernel outside its build (an out-of-tree module must use the kernel's compiler)."""
-    return [v.replace("ccache ", "") for v in COMPILERS[compiler]]
+
+def kernel_make_vars(compiler: str, arch: str = HOST) -> list[str]:
+    """The make variables of a kernel build (:meth:`lab.pipeline.arch.Arch.make_vars`)
+    without ccache, for what is built against a kernel outside its build (an out-of-tree
+    module must use the kernel's compiler)."""
+    return [v.replace("ccache ", "") for v in arches.get(arch).make_vars(compiler)]
 
 
 REPRODUCIBLE = ["KBUILD_BUILD_TIMESTAMP=2000-01-01", "KBUILD_BUILD_USER=kernel-book",
@@ -54,19 +61,19 @@ apart depending on the order the variants were built in."""
 
 @dataclass(frozen=True)
 class Toolbox:
-    """What a make inside the root needs: the root, the source tree and the compiler."""
+    """What a make inside the root needs: the root (a cross variant's: the cross layer), the
+    source tree, the compiler and the architecture."""
 
     root: Path
     tree: Path
     compiler: str
+    arch: str = HOST
 
     def make(self, build_dir: Path, *targets: str, jobs: int | None = None) -> list[str]:
         """The bwrap+make command line for ``targets`` in ``build_dir``."""
-        if self.compiler not in COMPILERS:
-            raise StageError(f"unknown compiler {self.compiler!r}; use one of {list(COMPILERS)}")
         ccache = cachedir.sub("ccache")
         argv = ["make", "-s", f"-j{jobs or node.cores()}", f"O={BUILD}",
-                *COMPILERS[self.compiler], *REPRODUCIBLE, *targets]
+                *arches.get(self.arch).make_vars(self.compiler), *REPRODUCIBLE, *targets]
         return toolchain.in_root(
             self.root, argv, {self.tree: SRC, build_dir: BUILD, ccache: CCACHE}, cwd=SRC,
             env={"CCACHE_DIR": CCACHE, "CCACHE_BASEDIR": "/", "CCACHE_MAXSIZE": "5G",
@@ -96,10 +103,12 @@ def configure(box: Toolbox, commit: str, start: str, fragments: list[Path], out:
     wanted = kconfig.requests(fragments)
     key = hashlib.sha256("\n".join([
         _kconfig_inputs(box.tree, commit), start, box.compiler, box.root.name,
+        *([box.arch] if box.arch != HOST else []),
         *(f.read_text() for f in fragments)]).encode()).hexdigest()[:20]
     cached = cachedir.sub("kconfig", "results") / f"{key}.config"
     if not cached.is_file():
-        scratch = cachedir.sub("kconfig", f"{box.tree.name}-{box.compiler}")
+        scratch = cachedir.sub("kconfig", "-".join(
+            [box.tree.name, box.compiler, *([box.arch] if box.arch != HOST else [])]))
         with series.tree_lock(box.tree):
             series.checkout(box.tree, commit)
             (scratch / ".config").unlink(missing_ok=True)
@@ -123,13 +132,14 @@ def build_dir_for(base_commit: str, config: Path, compiler: str) -> Path:
     return cachedir.sub("build", f"{base_commit[:12]}-{kconfig.sha256(config)[:12]}-{compiler}")
 
 
-ARTIFACTS = ("arch/x86/boot/bzImage", "vmlinux", "System.map", ".config")
+ARTIFACTS = ("vmlinux", "System.map", ".config")
+"""What every build keeps besides its boot image."""
 
 
-def targets_for(config: Path) -> list[str]:
+def targets_for(config: Path, arch: str = HOST) -> list[str]:
     """make targets of a configuration: the image, and the modules when it has any."""
     has_modules = kconfig.parse(config.read_text()).get("CONFIG_MODULES") == "y"
-    return ["bzImage", *(["modules"] if has_modules else [])]
+    return [arches.get(arch).image_target, *(["modules"] if has_modules else [])]
 
 
 def make_kernel(box: Toolbox, build_dir: Path, commit: str, config: Path, targets: list[str],
@@ -167,14 +177,15 @@ def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
     the log into ``dest`` (outside the repository), and with ``extmod`` what an out-of-tree
     module is built against (:func:`install_extmod`). Returns what the manifest records."""
     build_dir = build_dir_for(base_commit, config, box.compiler)
-    targets = targets_for(config)
+    targets = targets_for(config, box.arch)
     has_modules = "modules" in targets
+    image = arches.get(box.arch).image
     with series.tree_lock(box.tree):
         make_kernel(box, build_dir, commit, config, targets, log)
         tmp = dest.with_name(dest.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        for rel in ARTIFACTS:
+        for rel in (image, *ARTIFACTS):
             shutil.copyfile(build_dir / rel, tmp / Path(rel).name)
         if has_modules:
             run(box.make(build_dir, "modules_install", "INSTALL_MOD_PATH=/build/.kb-modules"),
@@ -186,9 +197,10 @@ def build(box: Toolbox, commit: str, config: Path, base_commit: str, dest: Path,
     info = {
         "commit": commit, "compiler": box.compiler, "build_dir": str(build_dir),
         "targets": targets,
-        "bzImage_bytes": (tmp / "bzImage").stat().st_size,
+        "bzImage_bytes": (tmp / Path(image).name).stat().st_size,
         "vmlinux_bytes": (tmp / "vmlinux").stat().st_size,
         "config_sha256": kconfig.sha256(config), "node": node.identity(),
+        **({"arch": box.arch, "image": Path(image).name} if box.arch != HOST else {}),
     }
     (tmp / "build-info.json").write_text(json.dumps(info, indent=1))
     shutil.rmtree(dest, ignore_errors=True)
@@ -221,7 +233,7 @@ def build_failure(box: Toolbox, commit: str, config: Path, base_commit: str, des
     start = log.stat().st_size if log.exists() else 0
     with series.tree_lock(box.tree):
         try:
-            make_kernel(box, build_dir, commit, config, targets_for(config), log)
+            make_kernel(box, build_dir, commit, config, targets_for(config, box.arch), log)
         except StageError:
             pass
         else:
@@ -241,7 +253,7 @@ def build_failure(box: Toolbox, commit: str, config: Path, base_commit: str, des
     shutil.copyfile(log, tmp / "build.log")
     shutil.copyfile(build_dir / ".config", tmp / ".config")
     info = {"commit": commit, "compiler": box.compiler, "build_dir": str(build_dir),
-            "targets": targets_for(config), "config_sha256": kconfig.sha256(config),
+            "targets": targets_for(config, box.arch), "config_sha256": kconfig.sha256(config),
             "failed": True, "expected": expected,
             "error_lines": sum(": error: " in line for line in errors),
             "node": node.identity()}
@@ -253,11 +265,11 @@ def build_failure(box: Toolbox, commit: str, config: Path, base_commit: str, des
 def toolbox(a: argparse.Namespace, variant: experiment.Variant, series_dir: Path) -> Toolbox:
     """The root, base tree (with the variant's series commit) and compiler of a stage's make,
     made on this machine where it lacks them (:mod:`lab.pipeline.nodecache`)."""
-    root, base = RootStamp.read(a.root), SourceStamp.read(a.base)
-    nodecache.root(root)
+    base = SourceStamp.read(a.base)
+    root = crosslayer.tree_of(a.root)
     nodecache.base(base)
     series.ensure_commit(base, SeriesStamp.read(a.series), series_dir)
-    return Toolbox(Path(root.root), Path(base.tree), variant.compiler)
+    return Toolbox(root, Path(base.tree), variant.compiler, variant.arch)
 
 
 def cmd_config(a: argparse.Namespace) -> None:
@@ -267,7 +279,7 @@ def cmd_config(a: argparse.Namespace) -> None:
     log = fresh_log(a)
     with stage("config", f"{exp.name}/{v.name}", log):
         configure(toolbox(a, v, exp.series), SeriesStamp.read(a.series).commit,
-                  exp.kconfig_start, exp.fragment_paths(v.name), Path(a.out), log)
+                  v.kconfig_start, exp.fragment_paths(v.name), Path(a.out), log)
 
 
 def cmd_build(a: argparse.Namespace) -> None:

@@ -20,8 +20,10 @@ from collections.abc import Callable
 from lab import chapters
 from lab.command import StageError
 from lab.pipeline import (
+    accel,
     boot,
     build,
+    crosslayer,
     experiment,
     guestlayer,
     inspect,
@@ -33,7 +35,6 @@ from lab.pipeline import (
     source,
     toolchain,
     tools,
-    vm,
 )
 
 
@@ -45,6 +46,8 @@ def cmd_check(a: argparse.Namespace) -> None:
             exp = experiment.load(ch)
             if guestlayer.requested(ch):
                 guestlayer.load_lock(ch, toolchain.root_key())
+            if exp.cross:
+                crosslayer.locks(toolchain.root_key())
             print(f"{ch.name}: {len(exp.variants)} variants, {len(exp.builds)} builds, "
                   f"{len(exp.boots)} boots")
         else:
@@ -73,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add("root", toolchain.cmd_root, "--out", exp=False)
     add("source", source.cmd_source, "--out", exp=False)
+    add("cross", crosslayer.cmd_cross, "--root", "--out", exp=False)
     add("series", series.cmd_series, "--base", "--tree", "--out", log=False)
     add("config", build.cmd_config, "--base", "--root", "--series", "--variant", "--out")
     bld = add("build", build.cmd_build, "--base", "--root", "--series", "--config", "--variant",
@@ -82,10 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     add("tools", tools.cmd_tools, "--root", "--base", "--series", "--build", "--variant", "--out")
     acc = add("accel", boot.cmd_accel, "--root", "--out", log=False)
     acc.add_argument("--build", nargs="?", default="")  # none when no variant boots
-    acc.add_argument("--probe-timeout", type=float, default=vm.probe_timeout())
+    acc.add_argument("--probe-timeout", type=float, default=accel.probe_timeout())
     add("layer", guestlayer.cmd_layer, "--root", "--out")
-    add("boot", boot.cmd_boot, "--layer", "--build", "--tools", "--accel-json", "--variant",
-        "--rep", "--out", log=False)
+    bt = add("boot", boot.cmd_boot, "--layer", "--build", "--tools", "--accel-json",
+             "--variant", "--rep", "--out", log=False)
+    bt.add_argument("--cross", default="")  # the cross stage's stamp, for an Arm variant
     add("compare", boot.cmd_compare, "--root", "--baseline-boot", "--patched-boot",
         "--baseline-build", "--patched-build", "--workload", "--variant", "--rep", "--out",
         log=False)
@@ -96,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                  "--tools"):
         pub.add_argument(many, nargs="+", required=True)
     pub.add_argument("--parsed", nargs="*", default=[])  # none when no variant boots
+    pub.add_argument("--cross", default="")  # the cross stage's stamp, when a variant is cross
     pub.add_argument("--compared", nargs="*", default=[])  # parsed comparisons (compare:)
     chk = add("check", cmd_check, exp=False, log=False)
     chk.add_argument("--chapters", default="")

@@ -16,6 +16,7 @@ from typing import Any
 
 from lab import chapters
 from lab.command import StageError
+from lab.pipeline.arch import HOST
 from lab.pipeline.vm import Machine
 
 
@@ -45,6 +46,11 @@ class Variant:
     workloads: tuple[str, ...] = ()
     """The names of the workloads its boots run: the variant's ``workloads`` or, without
     them, every workload of the chapter."""
+    arch: str = "x86_64"
+    """The architecture its kernel is built for and boots on (:mod:`lab.pipeline.arch`)."""
+    kconfig_start: str = "defconfig"
+    """The configuration its fragments go on: the chapter's ``kconfig_start``, or its
+    architecture's (``arches: {<arch>: {kconfig_start: ...}}``)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,12 @@ class Experiment:
         return self.chapter.series
 
     @property
+    def cross(self) -> bool:
+        """Whether a selected variant is built for another architecture than the host's
+        (its builds need the cross stage)."""
+        return any(v.arch != HOST for v in self.variants.values())
+
+    @property
     def booted(self) -> list[str]:
         """The variants that boot (the others are only built and inspected)."""
         return [name for name, v in self.variants.items() if v.boot]
@@ -140,8 +152,8 @@ class Experiment:
         eight."""
         v = self.all_variants[variant]
         return next(name for name, o in self.all_variants.items()
-                    if (o.tree, o.fragments, o.compiler, o.build_fails)
-                    == (v.tree, v.fragments, v.compiler, v.build_fails))
+                    if (o.tree, o.fragments, o.compiler, o.build_fails, o.arch)
+                    == (v.tree, v.fragments, v.compiler, v.build_fails, v.arch))
 
     @property
     def builds(self) -> list[str]:
@@ -228,12 +240,20 @@ def load(chapter: chapters.Chapter | str, accel: str | None = None, reps: int | 
         raise StageError(f"{ch.file}: chapter {ch.name} has no experiment yet (no variants:)")
     if accel and accel not in ("auto", "kvm", "tcg", "icount"):
         raise StageError(f"ACCEL={accel} is not one of auto, kvm, tcg, icount")
-    base_machine = raw.get("machine", {})
     variants = {}
     for name, v in ch.variants.items():
+        arch = str(v.get("arch", HOST))
+        # a cross architecture's own start, fragments and machine replace the chapter's
+        # (which are the host's: an x86 boot fragment has no place in an arm64 kernel)
+        own = raw.get("arches", {}).get(arch, {}) if arch != HOST else raw
+        if arch != HOST and not own:
+            raise StageError(f"{ch.file}: variants.{name} is for {arch}, but the chapter has "
+                             f"no arches: {{{arch}: ...}} (its kconfig_start, fragments and "
+                             "machine)")
+        base_machine = {**raw.get("machine", {}), **own.get("machine", {})}
         variants[name] = Variant(
             name, str(v.get("tree", "patched")),
-            tuple(raw.get("fragments", [])) + tuple(v.get("fragments", [])),
+            tuple(own.get("fragments", [])) + tuple(v.get("fragments", [])),
             " ".join(x for x in (raw.get("cmdline", ""), v.get("cmdline", "")) if x),
             _machine({**base_machine, **v.get("machine", {})}),
             v.get("accel") or accel or raw.get("accel", "auto"),
@@ -242,7 +262,9 @@ def load(chapter: chapters.Chapter | str, accel: str | None = None, reps: int | 
             str(v.get("build_fails", "")),
             str(v.get("initrd", "")),
             int(reps if reps is not None else v.get("reps", raw.get("reps", 3))),
-            tuple(v.get("workloads") or [w["name"] for w in raw.get("workloads", [])]),
+            tuple(v.get("workloads") or [w["name"] for w in raw.get("workloads", [])
+                                         if arch in w.get("arch", [arch])]),
+            arch, str(own.get("kconfig_start", raw.get("kconfig_start", "defconfig"))),
         )
     every = dict(variants)
     if only:

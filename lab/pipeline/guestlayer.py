@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,9 +66,9 @@ class GuestLock:
         lines = [f"root {self.root}", *(f"{p}={v}" for p, v in self.packages)]
         return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
-    def render(self) -> str:
+    def render(self, header: str = LOCK_HEADER) -> str:
         """The lock file's text (versions quoted: ``2:8.4`` is a number to YAML 1.1)."""
-        out = [LOCK_HEADER.rstrip("\n"), f"root: {self.root}", "requested:",
+        out = [header.rstrip("\n"), f"root: {self.root}", "requested:",
                *(f"  - {p}" for p in self.requested), "packages:",
                *(f'  {p}: "{v}"' for p, v in self.packages)]
         return "\n".join(out) + "\n"
@@ -135,10 +136,22 @@ def _root_apt(root: Path, name: str) -> tuple[PrivateApt, list[str]]:
     return apt, options
 
 
-def resolve(root: Path, packages: tuple[str, ...], log: Path) -> dict[str, str]:
-    """What apt would add to ``root`` for ``packages`` today (no recommends, as the root)."""
+def architectures(foreign: tuple[str, ...]) -> list[str]:
+    """apt options that add ``foreign`` Debian architectures to the host's, so a package of
+    another architecture (``busybox-static:arm64``) resolves and downloads."""
+    if not foreign:
+        return []
+    return [x for a in ("amd64", *foreign) for x in ("-o", f"APT::Architectures::={a}")]
+
+
+def resolve(root: Path, packages: tuple[str, ...], log: Path,
+            foreign: tuple[str, ...] = ()) -> dict[str, str]:
+    """What apt would add to ``root`` for ``packages`` today (no recommends, as the root);
+    ``foreign``: Debian architectures besides the host's that ``packages`` name."""
     apt, options = _root_apt(root, "apt-layer")
-    apt.update(log=log)
+    options = [*options, *architectures(foreign)]
+    apt.write()
+    run(["apt-get", *options, "update"], log=log, what="apt-get update")
     argv = ["apt-get", *options, "install", "--simulate", "--no-install-recommends",
             *packages]
     proc = run(argv, what="apt-get install --simulate")
@@ -164,12 +177,15 @@ def layer_dir(lock: GuestLock) -> Path:
     return cachedir.cache_root() / "layers" / f"{lock.root}-{lock.digest()[:12]}"
 
 
-def _download(root: Path, lock: GuestLock, into: Path, log: Path) -> list[Path]:
+def _download(root: Path, lock: GuestLock, into: Path, log: Path,
+              foreign: tuple[str, ...] = ()) -> list[Path]:
     """Fetch exactly the locked versions; a version the archive no longer serves fails
     before anything is unpacked, naming the lock."""
     apt, options = _root_apt(root, "apt-layer")
-    apt.update(log=log)
-    served = archive_versions(apt, [p for p, _ in lock.packages])
+    options = [*options, *architectures(foreign)]
+    apt.write()
+    run(["apt-get", *options, "update"], log=log, what="apt-get update")
+    served = archive_versions(apt, [p for p, _ in lock.packages], options)
     gone = [f"{p} {v} (serves {', '.join(sorted(served.get(p, ()))) or 'none'})"
             for p, v in lock.packages if v not in served.get(p, ())]
     if gone:
@@ -206,10 +222,13 @@ def _unpack(deb: Path, tree: Path, log: Path) -> None:
                          f"{rc_tar}); see {log}")
 
 
-def create_layer(root: Path, lock: GuestLock, log: Path) -> Path:
-    """Make (once) the guest root a lock describes: the toolchain root as hard links, the
-    locked packages unpacked over it, and the record written last. Built aside and renamed
-    into place, so an interrupted attempt never looks finished."""
+def create_layer(root: Path, lock: GuestLock, log: Path, foreign: tuple[str, ...] = (),
+                 empty: bool = False, finish: Callable[[Path], None] | None = None) -> Path:
+    """Make (once) the guest root a lock describes: the toolchain root as hard links (or,
+    with ``empty``, nothing: a foreign architecture's guest, which can run none of the root's
+    programs), the locked packages unpacked over it, ``finish`` run on the tree, and the
+    record written last. Built aside and renamed into place, so an interrupted attempt never
+    looks finished."""
     target = layer_dir(lock)
     if (target / RECORD).is_file():
         return target
@@ -220,10 +239,16 @@ def create_layer(root: Path, lock: GuestLock, log: Path) -> Path:
         if scratch.exists():
             shutil.rmtree(scratch)
     target.parent.mkdir(parents=True, exist_ok=True)
-    files = _download(root, lock, debs, log)
-    run(["cp", "-al", str(root), str(tmp)], log=log, what="cp -al (the layer's base)")
+    files = _download(root, lock, debs, log, foreign)
+    if empty:
+        tmp.mkdir()
+    else:
+        run(["cp", "-al", str(root), str(tmp)], log=log, what="cp -al (the layer's base)")
     for deb in files:
         _unpack(deb, tmp, log)
+    if finish is not None:
+        finish(tmp)
+    (tmp / RECORD).parent.mkdir(exist_ok=True)
     (tmp / RECORD).write_text(json.dumps(
         {"root": lock.root, "packages": dict(lock.packages)}, indent=1, sort_keys=True))
     shutil.rmtree(debs)

@@ -13,14 +13,15 @@ functions to look for come from the series itself (every function a patch makes
 from __future__ import annotations
 
 import argparse
-import bisect
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lab.command import StageError, run
-from lab.pipeline import build, nodecache, series, toolchain
+from lab.pipeline import arch as arches
+from lab.pipeline import build, crosslayer, jumptable, series, toolchain
+from lab.pipeline.jumptable import StaticBranch
 from lab.pipeline.stamps import BuildStamp, InspectStamp, load_experiment, stage
 
 _ALWAYS_INLINE = re.compile(r"__always_inline\s+[\w\s\*]*?\b(\w+)\s*\(")
@@ -119,20 +120,44 @@ def disassembly(objdump_text: str) -> list[Insn]:
     return out
 
 
+_ARM_CALLS = ("bl", "blx", "blr")
+"""Arm's calls: branch with link (``blr``: through a register, so indirect)."""
+
+
+def is_call(insn: Insn) -> bool:
+    """Whether an instruction is a call, on x86 (``call``) or Arm (``bl``, ``blx``,
+    ``blr``; objdump may add a condition or width suffix on arm32, ``bl.w``)."""
+    return insn.mnemonic.startswith("call") or insn.mnemonic.split(".")[0] in _ARM_CALLS
+
+
 def calls(insns: list[Insn]) -> list[str]:
     """Direct call targets in order (indirect calls appear as ``*indirect``)."""
-    return [i.target or "*indirect" for i in insns if i.mnemonic.startswith("call")]
+    return [i.target or "*indirect" for i in insns if is_call(i)]
 
 
-def probe_region(insns: list[Insn], marker: str = "rdtsc") -> dict[str, Any]:
-    """The code between the first two ``marker`` instructions: what the probe times.
+def counter_read(insn: Insn) -> bool:
+    """Whether an instruction reads the probe's counter: ``rdtsc`` on x86, a read of the
+    virtual counter on arm64 (``mrs <reg>, cntvct_el0``) and on arm (``mrrc p15, 1, ...,
+    c14``: CNTVCT)."""
+    ops = insn.operands.replace(" ", "").lower().split(",")
+    # GNU objdump writes the arm read "15, 1, r2, r3, cr14", LLVM's "p15, #0x1, r2, r3, c14"
+    return (insn.mnemonic == "rdtsc"
+            or (insn.mnemonic == "mrs" and ops[-1] == "cntvct_el0")
+            or (insn.mnemonic.startswith("mrrc") and len(ops) == 5
+                and ops[0].lstrip("p") == "15" and ops[1].lstrip("#") in ("1", "0x1")
+                and ops[4] in ("c14", "cr14")))
 
-    Counted: instructions after the first marker up to and including the second, their
-    bytes (address difference) and the calls among them. The instrument patch puts exactly
-    two ``rdtsc`` in ``__schedule()``; another number is reported, and the region is then
-    not the probe's, which the caller must treat as a failed inspection.
+
+def probe_region(insns: list[Insn]) -> dict[str, Any]:
+    """The code between the first two counter reads (:func:`counter_read`): what the probe
+    times.
+
+    Counted: instructions after the first read up to and including the second, their bytes
+    (address difference) and the calls among them. The instrument patch puts exactly two
+    reads in ``__schedule()``; another number is reported, and the region is then not the
+    probe's, which the caller must treat as a failed inspection.
     """
-    at = [k for k, i in enumerate(insns) if i.mnemonic == marker]
+    at = [k for k, i in enumerate(insns) if counter_read(i)]
     if len(at) < 2:
         return {"markers": len(at)}
     first, second = at[0], at[1]
@@ -203,66 +228,6 @@ def evidence(nm_text: str, listings: dict[str, str], functions: list[str]) -> di
 _ABSOLUTE = re.compile(r"\b[0-9a-f]{8,16} (<[^>]+>)")
 
 
-@dataclass(frozen=True)
-class StaticBranch:
-    """One ``static_branch_*()`` site from the image's jump table: the 2- or 5-byte NOP or
-    ``jmp`` at ``code`` that the kernel rewrites when ``key`` flips, the ``target`` it then
-    jumps to, and which state of the key makes it a jump (``jumps_when_on``: the entry's
-    branch bit clear, as for ``static_branch_unlikely()`` on a key that is off by default)."""
-
-    code: int
-    target: int
-    key: str
-    jumps_when_on: bool
-
-
-_HEXDUMP = re.compile(r"^ ([0-9a-f]{16}) ((?:[0-9a-f]{2,8} ?){1,4})")
-JUMP_ENTRY_BYTES = 16
-"""x86-64's ``struct jump_entry`` with relative references: ``s32 code``, ``s32 target``,
-``long key``, each an offset from its own field (include/linux/jump_label.h); the key's two
-low bits are flags, bit 0 the branch direction."""
-
-
-def static_branches(hexdump: str, addrs: dict[str, int]) -> dict[int, StaticBranch]:
-    """The jump table from ``objdump -s`` between ``__start___jump_table`` and
-    ``__stop___jump_table`` (x86-64), by code address. Listings show a disabled site as a NOP
-    and nothing says where it would go: this is where a reader learns what ``pwlocks=1`` or a
-    tracepoint turns on. Each key is named by the symbol it lies in (``__tracepoint_kfree+0x8``:
-    the key inside a tracepoint)."""
-    data = bytearray()
-    start = None
-    for line in hexdump.splitlines():
-        if m := _HEXDUMP.match(line):
-            if start is None:
-                start = int(m[1], 16)
-            elif int(m[1], 16) != start + len(data):
-                raise StageError("inspect: the jump table dump has a gap at "
-                                 f"{m[1]}; was it read with objdump -s?")
-            data += bytes.fromhex(m[2].replace(" ", ""))
-    if start is None or len(data) % JUMP_ENTRY_BYTES:
-        raise StageError(f"inspect: a jump table of {len(data)} bytes is not whole "
-                         f"{JUMP_ENTRY_BYTES}-byte entries; is this an x86-64 vmlinux?")
-    named = sorted((a, n) for n, a in addrs.items())
-    out: dict[int, StaticBranch] = {}
-    for at in range(start, start + len(data), JUMP_ENTRY_BYTES):
-        raw = data[at - start:at - start + JUMP_ENTRY_BYTES]
-        code, target = (int.from_bytes(raw[k:k + 4], "little", signed=True) for k in (0, 4))
-        key = int.from_bytes(raw[8:16], "little", signed=True)
-        out[(at + code) % 2**64] = StaticBranch(
-            (at + code) % 2**64, (at + 4 + target) % 2**64,
-            _name((at + 8 + (key & ~3)) % 2**64, named), not key & 1)
-    return out
-
-
-def _name(address: int, named: list[tuple[int, str]]) -> str:
-    """``symbol`` or ``symbol+0xoff`` for the nearest symbol at or below ``address``."""
-    k = bisect.bisect_right(named, (address, chr(0x10FFFF))) - 1
-    if k < 0:
-        return f"{address:#x}"
-    base, name = named[k]
-    return name if base == address else f"{name}+{address - base:#x}"
-
-
 def listing(insns: list[Insn], branches: dict[int, StaticBranch] | None = None) -> list[str]:
     """A function's instructions as text that compares across kernels: each line is the offset
     from the function's start, the mnemonic and the operands, with the absolute address before
@@ -324,7 +289,9 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     exp = load_experiment(a)
     v = exp.variants[a.variant]
     artifacts = Path(BuildStamp.read(a.build).artifacts)
-    root = nodecache.root_of(a.root)
+    root = crosslayer.tree_of(a.root)
+    # binutils of the image's architecture: the cross layer's <triplet>-nm on Arm
+    prefix = f"{arches.get(v.arch).triplet}-" if arches.get(v.arch).cross else ""
     wanted = exp.raw.get("inspect") or {}
     callers = list(wanted.get("callers", []))
     found: dict[str, Any] = {}
@@ -332,8 +299,9 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     with stage("inspect", f"{exp.name}/{v.name}", None):
 
         def tool(*argv: str) -> str:
-            return run(toolchain.in_root(root, list(argv), {artifacts: build.BUILD}),
-                       what=f"{argv[0]} of {v.name}'s vmlinux").stdout
+            program = prefix + argv[0] if argv[0] in ("nm", "objdump") else argv[0]
+            return run(toolchain.in_root(root, [program, *argv[1:]], {artifacts: build.BUILD}),
+                       what=f"{program} of {v.name}'s vmlinux").stdout
         nm = (tool("nm", "-S", "--defined-only", f"{build.BUILD}/vmlinux")
               if callers or wanted.get("probes") or wanted.get("listings") else "")
         if callers:
@@ -346,7 +314,8 @@ def cmd_inspect(a: argparse.Namespace) -> None:
         if wanted.get("calls"):
             # the whole image's listing is large: keep function headers and lines naming a target
             names = "|".join(re.escape(t) for t in wanted["calls"])
-            listing = tool("sh", "-c", f"objdump -d --no-show-raw-insn {build.BUILD}/vmlinux | "
+            listing = tool("sh", "-c", f"{prefix}objdump -d --no-show-raw-insn "
+                           f"{build.BUILD}/vmlinux | "
                            f"grep -E '^[0-9a-f]+ <|<({names})>$' || true")
             found["call_sites"] = call_sites(
                 listing, list(wanted["calls"]))
@@ -367,7 +336,7 @@ def cmd_inspect(a: argparse.Namespace) -> None:
             # kernel without CONFIG_JUMP_LABEL does not have (its branches are plain tests)
             addrs = addresses(nm)
             start, stop = (addrs.get(f"__{e}___jump_table", 0) for e in ("start", "stop"))
-            branches = static_branches(tool(
+            branches = jumptable.static_branches(tool(
                 "objdump", "-s", f"--start-address={start:#x}", f"--stop-address={stop:#x}",
                 f"{build.BUILD}/vmlinux"), addrs) if start < stop else {}
             text, summary = listings(nm, {

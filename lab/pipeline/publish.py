@@ -27,10 +27,13 @@ from typing import Any
 from lab import DATA, ROOT, chapters
 from lab.command import StageError
 from lab.parse import units as parsed_units
-from lab.pipeline import node, source, vm
+from lab.pipeline import arch as arches
+from lab.pipeline import crosslayer, node, source, vm
+from lab.pipeline.arch import HOST
 from lab.pipeline.stamps import (
     BootStamp,
     BuildStamp,
+    CrossStamp,
     InspectStamp,
     LayerStamp,
     ParsedStamp,
@@ -259,9 +262,10 @@ def _image_fields(built: BuildStamp) -> dict[str, Any]:
     if built.failed:
         return {"failed": built.failed, "expected": built.expected,
                 "error_lines": built.error_lines, "targets": built.targets, **where}
-    return {"bzImage_sha256": source.sha256_file(Path(built.artifacts) / "bzImage"),
+    return {"bzImage_sha256": source.sha256_file(built.boot_image),
             "bzImage_bytes": built.bzImage_bytes, "vmlinux_bytes": built.vmlinux_bytes,
-            "targets": built.targets, **where}
+            "targets": built.targets, **({"image": built.image} if built.image else {}),
+            **where}
 
 
 def cmd_publish(a: argparse.Namespace) -> None:
@@ -309,11 +313,13 @@ def cmd_publish(a: argparse.Namespace) -> None:
             built = builds[bname]
             variants[name] = {
                 "tree": v.tree, "commit": built.commit, "compiler": v.compiler,
+                **({"arch": v.arch} if v.arch != HOST else {}),
                 "reps": v.reps,
                 "config_sha256": built.config_sha256, "boot": v.boot,
                 "workloads": list(v.workloads),
-                "fragments": list(v.fragments), "kconfig_start": exp.kconfig_start,
-                "cmdline": reps[0]["cmdline"] if reps else vm.kernel_cmdline(v.cmdline),
+                "fragments": list(v.fragments), "kconfig_start": v.kconfig_start,
+                "cmdline": reps[0]["cmdline"] if reps else vm.kernel_cmdline(
+                    v.cmdline, arches.get(v.arch).console),
                 "accel_requested": v.accel,
                 "accel_used": sorted({r["accel"] for r in reps}),
                 "accel_why": sorted({r["accel_why"] for r in reps}),
@@ -377,6 +383,8 @@ def cmd_publish(a: argparse.Namespace) -> None:
                                "packages": root.packages},
             **({"guest_layer": {"key": layer.key, "lock": layer.lock,
                                 "packages": layer.packages}} if layer.packages else {}),
+            **({"cross_layer": crosslayer.record(CrossStamp.read(a.cross), exp)}
+               if a.cross else {}),
             "variants": variants,
         }
         configs = {name: Path(b.artifacts) / ".config" for name, b in builds.items()}

@@ -102,6 +102,26 @@ class RootStamp(Stamp):
 
 
 @dataclass(frozen=True)
+class CrossStamp(Stamp):
+    """The cross layer (a toolchain root with gcc-15's cross compilers over it: where cross
+    variants build) and each cross architecture's guest tree (:mod:`lab.pipeline.crosslayer`).
+    ``root`` and ``key`` name the layer as a root stamp names the root, so a build stage reads
+    either."""
+
+    STAGE = "cross"
+    root: str
+    key: str
+    suite: str
+    packages: dict[str, str]
+    tools: dict[str, str]
+    base: str
+    """The key of the toolchain root under the layer."""
+    guests: dict[str, str]
+    """Architecture -> its guest tree."""
+    guest_packages: dict[str, dict[str, str]]
+
+
+@dataclass(frozen=True)
 class SourceStamp(Stamp):
     """The base tree (:class:`lab.pipeline.source.Base` in plain fields)."""
 
@@ -146,6 +166,16 @@ class BuildStamp(Stamp):
     error_lines: int | None = None
     node: dict[str, Any] | None = None
     """Where it was built (:func:`lab.pipeline.node.identity`): its time is that machine's."""
+    arch: str | None = None
+    """The architecture it was built for; unset: the host's (x86_64)."""
+    image: str | None = None
+    """The boot image's file name in ``artifacts`` (``bzImage_bytes`` is its size); unset:
+    ``bzImage``."""
+
+    @property
+    def boot_image(self) -> Path:
+        """The image QEMU boots."""
+        return Path(self.artifacts) / (self.image or "bzImage")
 
 
 @dataclass(frozen=True)

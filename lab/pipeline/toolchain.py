@@ -240,10 +240,11 @@ def in_root(root: Path, argv: list[str], binds: dict[Path, str], *, cwd: str = "
     return cmd + argv
 
 
-def tool_versions(root: Path) -> dict[str, str]:
-    """First line of ``--version`` of each compiler in the root, for the manifest."""
+def tool_versions(root: Path, extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """First line of ``--version`` of each compiler in the root (and of ``extra`` ones, a
+    cross layer's), for the manifest."""
     out = {}
-    for tool in ("gcc-15", "clang-21", "ld.lld-21", "pahole"):
+    for tool in ("gcc-15", "clang-21", "ld.lld-21", "pahole", *extra):
         try:
             proc = subprocess.run(in_root(root, [tool, "--version"], {}), capture_output=True,
                                   text=True, timeout=60, check=False)

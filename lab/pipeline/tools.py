@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from lab.command import StageError, run
+from lab.pipeline import arch as arches
 from lab.pipeline import build, series, source, toolchain
 from lab.pipeline.stamps import BuildStamp, ToolsStamp, fresh_log, load_experiment, stage
 
@@ -40,10 +41,14 @@ def cmd_tools(a: argparse.Namespace) -> None:
         if tools:
             box = build.toolbox(a, v, exp.series)
             artifacts = Path(built.artifacts)
-            cc = tools.get("cc", TOOLS_CC)
+            target = arches.get(v.arch)
+            cc = target.tools_cc(tools.get("cc", TOOLS_CC))
             # the root is read-only; bwrap can make mount points only in its /tmp tmpfs
             argv = ["make", "-C", "/tmp/chapter", "OUT=/tmp/out", f"CC={cc}",
                     f"KSRC={build.SRC}", "VMLINUX=/tmp/artifacts/vmlinux"]
+            if target.cross:
+                # a cross architecture's guest is a static busybox: no C library to load
+                argv.append("LDFLAGS=-static")
             if tools.get("bpf_cc"):
                 argv.append(f"CLANG={tools['bpf_cc']}")
             binds = {box.tree: build.SRC, artifacts: "/tmp/artifacts",
@@ -56,7 +61,7 @@ def cmd_tools(a: argparse.Namespace) -> None:
                                      "out-of-tree modules; the build rule passes --extmod "
                                      f"for a chapter with tools: {{kbuild: true}} ({exp.path})")
                 argv += [f"KBUILD={build.BUILD}",
-                         f"KMAKE={' '.join(build.kernel_make_vars(box.compiler))}"]
+                         f"KMAKE={' '.join(build.kernel_make_vars(box.compiler, v.arch))}"]
                 read_only[extmod] = build.BUILD  # a module build writes only its own M=
             with series.tree_lock(box.tree):
                 series.checkout(box.tree, built.commit)

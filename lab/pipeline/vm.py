@@ -11,9 +11,7 @@ A machine may also have a disk: a raw image formatted ext2 on the host before ea
 toolchain root has no mkfs) and attached as a single-queue virtio-blk device, ``/dev/vda`` in the
 guest, for workloads that need a block-backed filesystem (buffer heads, writeback).
 
-KVM is chosen only after a real probe: a 512-byte boot sector that writes one byte to the
-serial port and exits through isa-debug-exit must finish within a timeout. ``/dev/kvm`` can
-exist while KVM guests hang, and a file-existence test would then hang every run.
+Which accelerator a boot uses is :mod:`lab.pipeline.accel`'s decision.
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ from typing import IO, Any
 
 from lab.command import StageError, die_with_parent, require_tools
 from lab.parse.clock import DONE
+from lab.pipeline.arch import ARCHES, HOST, Arch
 
 QEMU = "qemu-system-x86_64"
 SPLATS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -49,97 +48,6 @@ SPLATS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("warning", re.compile(r"WARNING: CPU: \d+ PID: \d+|WARNING: (?:\S+:\d+ )?at \S+, CPU#\d+")),
 )
 """Console lines that make a run invalid, by kind (checked in this order)."""
-
-ACCELS = ("auto", "kvm", "tcg", "icount")
-
-
-def probe_timeout() -> float:
-    """Seconds a KVM probe guest may take (``KERNEL_BOOK_PROBE_TIMEOUT``, default 30): a
-    working KVM boots the probe kernel in a few seconds."""
-    return float(os.environ.get("KERNEL_BOOK_PROBE_TIMEOUT", "30"))
-
-
-def kvm_device() -> str:
-    """The KVM device the probe checks first (``KERNEL_BOOK_KVM_DEVICE``, default /dev/kvm):
-    the tests point it at a file to play a host whose device is present but whose guests hang."""
-    return os.environ.get("KERNEL_BOOK_KVM_DEVICE", "/dev/kvm")
-
-
-def _probe_image(path: Path) -> Path:
-    """Write the probe boot sector: out 'K' to COM1, then exit QEMU via isa-debug-exit."""
-    code = bytes([0xBA, 0xF8, 0x03, 0xB0, 0x4B, 0xEE, 0xB0, 0x0A, 0xEE,
-                  0xB0, 0x00, 0xE6, 0xF4, 0xF4, 0xEB, 0xFD])
-    path.write_bytes(code + bytes(510 - len(code)) + b"\x55\xaa")
-    return path
-
-
-PROBE_SHIM = ("mount -t devtmpfs dev /dev; exec </dev/console >/dev/console 2>&1; "
-              "echo KB-PROBE-OK; mount -t proc proc /proc; echo b > /proc/sysrq-trigger")
-
-
-def probe(accel: str, workdir: Path, timeout: float = 30.0, qemu: str = QEMU,
-          kernel: Path | None = None, root: Path | None = None) -> tuple[bool, str]:
-    """Boot a real guest with ``accel``; return (works, what happened).
-
-    Two steps, both with the CPU model the runs use: a boot sector that must exit through
-    isa-debug-exit (catches a QEMU that aborts, in well under a second), then, given a
-    ``kernel`` and ``root``, that kernel up to a shell that prints a marker and reboots
-    (catches a KVM on which Linux hangs early, which the boot sector does not show).
-    """
-    device = kvm_device()
-    if accel == "kvm" and not os.access(device, os.R_OK | os.W_OK):
-        return False, f"{device} is missing or not accessible to this user"
-    workdir.mkdir(parents=True, exist_ok=True)
-    image = _probe_image(workdir / "kvm-probe.img")
-    common = [qemu, *accel_args(accel, Machine()), "-nodefaults", "-no-user-config",
-              "-display", "none", "-serial", "stdio", "-no-reboot"]
-    steps = [("boot sector", [*common, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
-                              "-drive", f"file={image},format=raw,if=ide"], 1, b"K")]
-    if kernel is not None and root is not None:
-        cmdline = ("console=ttyS0 root=kbroot rootfstype=9p rootflags=trans=virtio,"
-                   f"version=9p2000.L ro panic=-1 init=/bin/sh -- -c \"{PROBE_SHIM}\"")
-        steps.append(("Linux boot", [*common, "-m", "256M", "-kernel", str(kernel),
-                                     "-append", cmdline, "-fsdev",
-                                     f"local,id=kbroot,path={root},security_model=none,"
-                                     "readonly=on", "-device",
-                                     "virtio-9p-pci,fsdev=kbroot,mount_tag=kbroot"],
-                      0, b"KB-PROBE-OK"))
-    for name, argv, want_rc, want_out in steps:
-        try:
-            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=timeout, check=False, start_new_session=True,
-                                  preexec_fn=die_with_parent)
-        except subprocess.TimeoutExpired:
-            return False, (f"{name} probe guest hung: no exit within {timeout:g} s "
-                           f"({accel} is present but broken)")
-        except FileNotFoundError:
-            return False, f"{qemu} not found"
-        if proc.returncode != want_rc or want_out not in proc.stdout:
-            err = (proc.stderr + proc.stdout).decode(errors="replace").strip().splitlines()
-            return False, (f"{name} probe exited {proc.returncode}: "
-                           f"{err[-1] if err else 'no output'}")
-    return True, f"{' and '.join(s[0] for s in steps)} probe guests ran and exited"
-
-
-def choose_accel(requested: str, workdir: Path, timeout: float = 30.0, qemu: str = QEMU,
-                 kernel: Path | None = None, root: Path | None = None) -> tuple[str, str]:
-    """Resolve ``auto``/``kvm``/``tcg``/``icount`` to the accelerator used, and why.
-
-    ``kvm`` that fails the probe is an error (the reader asked for it); ``auto`` falls back to
-    TCG and says so.
-    """
-    if requested not in ACCELS:
-        raise StageError(f"ACCEL={requested} is not one of {', '.join(ACCELS)}")
-    if requested in ("tcg", "icount"):
-        return requested, "requested"
-    ok, why = probe("kvm", workdir, timeout, qemu, kernel, root)
-    if ok:
-        return "kvm", why
-    if requested == "kvm":
-        raise StageError(f"ACCEL=kvm but KVM does not work here: {why}; "
-                         "run with ACCEL=tcg (or ACCEL=auto to fall back by itself)")
-    return "tcg", f"KVM unusable ({why}); fell back to TCG"
-
 
 @dataclass(frozen=True)
 class Machine:
@@ -200,9 +108,10 @@ SHIM = ("mount -t devtmpfs dev /dev; exec </dev/console >/dev/console 2>&1; "
 /tmp (virtme-ng starts its guests the same way)."""
 
 
-def kernel_cmdline(extra: str = "") -> str:
-    """The guest's command line: 9p root, serial console, reboot on panic, then ``extra``."""
-    base = ("console=ttyS0 root=kbroot rootfstype=9p "
+def kernel_cmdline(extra: str = "", console: str = "ttyS0") -> str:
+    """The guest's command line: 9p root, serial ``console`` (the architecture's), reboot on
+    panic, then ``extra``."""
+    base = (f"console={console} root=kbroot rootfstype=9p "
             "rootflags=trans=virtio,version=9p2000.L,msize=262144 ro panic=-1 oops=panic")
     tail = f" {extra.strip()}" if extra.strip() else ""
     return f"{base}{tail} init=/bin/sh -- -c \"{SHIM}\""
@@ -260,12 +169,13 @@ def scratch_disk(image: Path, size: str) -> Iterator[dict[str, Any]]:
 
 def qemu_command(kernel: Path, root: Path, job: Path, out: Path, accel: str, machine: Machine,
                  cmdline: str, initrd: Path | None = None,
-                 disk: Path | None = None) -> list[str]:
+                 disk: Path | None = None, arch: Arch = ARCHES[HOST]) -> list[str]:
     """The full QEMU command line of one boot; ``initrd``, if given, is unpacked into the
     kernel's rootfs before the 9p root is mounted (an archive without ``/init`` does not
     replace the root: it only puts files into the page cache early in boot). ``disk`` (the
     image :func:`make_disk` wrote) becomes a virtio-blk device with one queue, so its
-    interrupt is a single vector that ``irqaffinity=`` can keep off an isolated CPU."""
+    interrupt is a single vector that ``irqaffinity=`` can keep off an isolated CPU. ``arch``
+    picks QEMU's binary and machine (``pc``, or ``virt`` on Arm)."""
     shares = []
     for tag, path, ro in (("kbroot", root, True), ("kbjob", job, True), ("kbout", out, False)):
         shares += ["-fsdev", f"local,id={tag},path={path},security_model=none"
@@ -273,8 +183,8 @@ def qemu_command(kernel: Path, root: Path, job: Path, out: Path, accel: str, mac
                    "-device", f"virtio-9p-pci,fsdev={tag},mount_tag={tag}"]
     drive = ["-drive", f"file={disk},if=none,id=kbdisk,format=raw",
              "-device", "virtio-blk-pci,drive=kbdisk,num-queues=1"] if disk else []
-    return [QEMU, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-            "-machine", "pc", *accel_args(accel, machine), *machine.args(),
+    return [arch.qemu, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+            "-machine", arch.machine, *accel_args(accel, machine), *machine.args(),
             "-kernel", str(kernel), *(["-initrd", str(initrd)] if initrd else []),
             "-append", cmdline, *shares, *drive, "-serial", "stdio"]
 
@@ -390,7 +300,8 @@ def verify_output(out: Path, label: str) -> dict[str, str]:
 
 
 def qemu_version(qemu: str = QEMU) -> str:
-    """First line of ``qemu-system-x86_64 --version``, for the manifest."""
+    """First line of ``<qemu> --version`` (``qemu-system-x86_64`` unless named), for the
+    manifest."""
     try:
         out = subprocess.run([qemu, "--version"], capture_output=True, text=True, check=False)
     except FileNotFoundError:

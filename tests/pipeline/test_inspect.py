@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lab.command import StageError
-from lab.pipeline import inspect
+from lab.pipeline import inspect, jumptable
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TARGETS = ["irq_work_queue", "irq_work_queue_on"]
@@ -84,10 +84,10 @@ def test_static_branch_sites_name_their_key_and_where_they_jump() -> None:
     dump = ("vmlinux:     file format elf64-x86-64\n\nContents of section .data:\n"
             + _entry(table, fn + 1, fn + 11, key, 0)
             + _entry(table + 16, fn + 6, fn - 0x40, key + 0x108, 1))
-    branches = inspect.static_branches(dump, addrs)
+    branches = jumptable.static_branches(dump, addrs)
     assert branches == {
-        fn + 1: inspect.StaticBranch(fn + 1, fn + 11, "pw_sl", True),
-        fn + 6: inspect.StaticBranch(fn + 6, fn - 0x40, "__tracepoint_kfree+0x8", False)}
+        fn + 1: jumptable.StaticBranch(fn + 1, fn + 11, "pw_sl", True),
+        fn + 6: jumptable.StaticBranch(fn + 6, fn - 0x40, "__tracepoint_kfree+0x8", False)}
     nm = f"{fn:016x} 0000000000000010 t free_to_pcs\n"
     listing = (f"{fn:016x} <free_to_pcs>:\n{fn:016x}:\tpush   %rbx\n"
                f"{fn + 1:016x}:\tnopl   0x0(%rax,%rax,1)\n{fn + 6:016x}:\txchg   %ax,%ax\n"
@@ -103,6 +103,6 @@ def test_a_torn_jump_table_is_refused() -> None:
     at, fn = 0xFFFFFFFF82000000, 0xFFFFFFFF81000000
     one = _entry(at, fn, fn, fn, 0)
     with pytest.raises(StageError, match="not whole"):
-        inspect.static_branches(one[:len(" ffffffff82000000 00000000")] + "\n", {})
+        jumptable.static_branches(one[:len(" ffffffff82000000 00000000")] + "\n", {})
     with pytest.raises(StageError, match="gap"):
-        inspect.static_branches(one + _entry(at + 32, fn, fn, fn, 0), {})
+        jumptable.static_branches(one + _entry(at + 32, fn, fn, fn, 0), {})

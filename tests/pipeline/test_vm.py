@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lab.command import StageError
-from lab.pipeline import vm
+from lab.pipeline import accel, vm
 
 from .conftest import FIXTURES
 
@@ -204,12 +204,12 @@ def test_missing_checksums_mean_truncated_output(tmp_path) -> None:
 
 def test_probe_times_out_on_a_hanging_accelerator(tmp_path) -> None:
     fake = _script(tmp_path, "qemu", "exec sleep 60")
-    ok, why = vm.probe("tcg", tmp_path, timeout=1, qemu=fake)
+    ok, why = accel.probe("tcg", tmp_path, timeout=1, qemu=fake)
     assert not ok and "boot sector probe guest hung: no exit within 1 s" in why
 
 
 def test_probe_passes_with_working_tcg(tmp_path) -> None:
-    ok, why = vm.probe("tcg", tmp_path, timeout=30)
+    ok, why = accel.probe("tcg", tmp_path, timeout=30)
     assert ok, why
 
 
@@ -217,9 +217,9 @@ def test_kvm_request_on_broken_kvm_is_an_error_and_auto_falls_back(tmp_path, mon
                                                                    ) -> None:
     fake = _script(tmp_path, "qemu", "exec sleep 60")
     with pytest.raises(StageError, match="ACCEL=kvm but KVM does not work here"):
-        vm.choose_accel("kvm", tmp_path, timeout=1, qemu=fake)
-    used, why = vm.choose_accel("auto", tmp_path, timeout=1, qemu=fake)
+        accel.choose_accel("kvm", tmp_path, timeout=1, qemu=fake)
+    used, why = accel.choose_accel("auto", tmp_path, timeout=1, qemu=fake)
     assert used == "tcg" and "fell back to TCG" in why
     if os.access("/dev/kvm", os.R_OK | os.W_OK):
         assert "present but broken" in why
-    assert vm.choose_accel("icount", tmp_path) == ("icount", "requested")
+    assert accel.choose_accel("icount", tmp_path) == ("icount", "requested")

@@ -3,7 +3,7 @@
 # parse rule has the parsers' code as input, so a parser fix re-parses without a new boot.
 import math
 
-from lab.pipeline import vm
+from lab.pipeline import accel, arch
 
 
 def tool_sources(wc):
@@ -30,7 +30,7 @@ def parser_code(wc):
 
 rule tools:
     input:
-        root="toolchain/root.json",
+        root=root_of,
         base="source/base.json",
         series=variant_series,
         build="build/{chapter}/{variant}/build.json",
@@ -79,9 +79,11 @@ rule layer:
 rule accel:
     input:
         root="toolchain/root.json",
-        # The probe boots one of the chapter's kernels; a build-only selection never asks.
-        build=lambda wc: ([f"build/{wc.chapter}/{exp_of(wc).build_name(exp_of(wc).booted[0])}"
-                           "/build.json"] if exp_of(wc).booted else []),
+        # The probe boots one of the chapter's kernels of the host's architecture (only those
+        # can use KVM); a selection that boots none never asks.
+        build=lambda wc: [f"build/{wc.chapter}/{exp_of(wc).build_name(v)}/build.json"
+                          for v in exp_of(wc).booted
+                          if exp_of(wc).variants[v].arch == arch.HOST][:1],
     output:
         temp("accel/{chapter}/{key}.json"),
     params:
@@ -90,7 +92,7 @@ rule accel:
         machine=1,
         # a cluster job's minutes (see the boot rule): the probe's bound, twice
         # (KVM, then TCG where KVM fails), and a minute to set up
-        runtime=math.ceil(2 * vm.probe_timeout() / 60) + 1,
+        runtime=math.ceil(2 * accel.probe_timeout() / 60) + 1,
     shell:
         "{LAB} accel {params.args} --root {input.root} --build {input.build} --out {output}"
 
@@ -107,10 +109,17 @@ def boot_before(wc):
     return [ancient(f"boot/{wc.chapter}/{wc.key}/{variant}/rep{rep}")]
 
 
+def cross_of(wc):
+    """The cross stage's stamp, for a boot of another architecture (its guest tree)."""
+    return (["toolchain/cross.json"] if exp_of(wc).variants[wc.variant].arch != arch.HOST
+            else [])
+
+
 rule boot:
     input:
         after=boot_before,
         layer="layer/{chapter}.json",
+        cross=cross_of,
         build=build_of,
         tools=lambda wc: f"tools/{wc.chapter}/{exp_of(wc).build_name(wc.variant)}/tools.json",
         accel="accel/{chapter}/{key}.json",
@@ -136,7 +145,7 @@ rule boot:
     shell:
         "{LAB} boot {params.args} --layer {input.layer} --build {input.build} "
         "--tools {input.tools} --accel-json {input.accel} --variant {wildcards.variant} "
-        "--rep {wildcards.rep} --out {output}"
+        "--rep {wildcards.rep} --out {output} --cross '{input.cross}'"
 
 
 rule parse:

@@ -3,7 +3,7 @@
 # every later run whose inputs and params are unchanged.
 import os
 
-from lab.pipeline import source, toolchain
+from lab.pipeline import arch, crosslayer, source, toolchain
 
 
 def exp_of(wc):
@@ -20,6 +20,13 @@ def build_of(wc):
 
 def fragments_of(wc):
     return [str(p) for p in exp_of(wc).fragment_paths(wc.variant)]
+
+
+def root_of(wc):
+    """The stamp of the tree a variant's kernel stages run in: the toolchain root, or, for a
+    variant of another architecture, the cross layer over it (lab/pipeline/crosslayer.py)."""
+    cross = exp_of(wc).all_variants[wc.variant].arch != arch.HOST
+    return "toolchain/cross.json" if cross else "toolchain/root.json"
 
 
 def series_files(wc):
@@ -59,6 +66,24 @@ rule source:
         "{LAB} source --out {output} --log {log}"
 
 
+rule cross:
+    """gcc-15's cross compilers over the toolchain root, and each cross architecture's guest
+    tree (its static busybox), made once per lock."""
+    input:
+        root="toolchain/root.json",
+        locks=[str(p) for p in crosslayer.lock_files()],
+    output:
+        "toolchain/cross.json",
+    log:
+        "logs/cross.log",
+    benchmark:
+        "benchmarks/cross.tsv"
+    resources:
+        machine=1,
+    shell:
+        "{LAB} cross --root {input.root} --out {output} --log {log}"
+
+
 rule series:
     input:
         base="source/base.json",
@@ -78,14 +103,14 @@ rule series:
 rule config:
     input:
         base="source/base.json",
-        root="toolchain/root.json",
+        root=root_of,
         series=variant_series,
         fragments=fragments_of,
     output:
         "config/{chapter}/{variant}.config",
     params:
         args=kernel_args,
-        start=lambda wc: exp_of(wc).kconfig_start,
+        start=lambda wc: exp_of(wc).all_variants[wc.variant].kconfig_start,
         fragments=lambda wc: list(exp_of(wc).all_variants[wc.variant].fragments),
         compiler=lambda wc: exp_of(wc).all_variants[wc.variant].compiler,
     log:
@@ -108,7 +133,7 @@ def build_args(wc):
 rule build:
     input:
         base="source/base.json",
-        root="toolchain/root.json",
+        root=root_of,
         series=variant_series,
         config="config/{chapter}/{variant}.config",
         # also here: a fragment fixed after a failed config must rebuild, not reuse the
@@ -135,7 +160,7 @@ rule build:
 
 rule inspect:
     input:
-        root="toolchain/root.json",
+        root=root_of,
         build=build_of,
         code=str(REPO / "lab" / "pipeline" / "inspect.py"),
     output:

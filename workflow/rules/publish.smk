@@ -12,6 +12,7 @@ def booted(wc):
 rule publish:
     input:
         root="toolchain/root.json",
+        cross=lambda wc: ["toolchain/cross.json"] if exp_of(wc).cross else [],
         layer="layer/{chapter}.json",
         base="source/base.json",
         series=lambda wc: [f"series/{wc.chapter}/{t}.json" for t in exp_of(wc).trees],
@@ -40,4 +41,4 @@ rule publish:
         "--series {input.series} --builds {input.builds} --build-times {input.build_times} "
         "--setup-times {input.setup_times} "
         "--tools {input.tools} --inspected {input.inspected} --parsed {input.parsed} "
-        "--compared {input.compared} --out {output}"
+        "--compared {input.compared} --out {output} --cross '{input.cross}'"

@@ -15,6 +15,10 @@ case "$CPU" in
 esac
 
 echo "text.isolated=$(cat /sys/devices/system/cpu/isolated 2>/dev/null)"
+# Arm: the frequency of the counter the probe reads, as the kernel found it (62.5 MHz on
+# QEMU's virt machine, 19.2 MHz on the cover letter's Raspberry Pi 3b); x86 prints none
+dmesg | sed -n 's/.*arch_timer: .* running at \([0-9.]*\)MHz.*/\1/p' | head -n 1 |
+	awk '{ printf "counter_hz=%.0f\n", $1 * 1000000 }'
 echo "text.spectre_v2=$(cat /sys/devices/system/cpu/vulnerabilities/spectre_v2 2>/dev/null)"
 flags=$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 for f in ibpb stibp ibrs ibrs_enhanced retpoline pti; do

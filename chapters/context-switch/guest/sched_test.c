@@ -5,7 +5,7 @@
  * Two processes pinned to one CPU hand it to each other N times, so that
  * almost every context switch on that CPU goes from one mm to another
  * (switch_mm runs, and with it any spectre_v2_user mitigation). The kernel
- * side is patches/context-switch/instrument/: a TSC probe around the
+ * side is patches/context-switch/instrument/: a counter probe around the
  * finish_task_switch() call point, controlled by the sched_test system
  * call, which prints "sched_test: cpu=... switches=... cycles=...
  * avg_x100=..." lines to the kernel log. This program turns the probe on
@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -34,15 +35,54 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
-/* The ABI of the instrument patch (kernel/sched/core.c, sys_sched_test()). */
+/*
+ * The counter of the kernel probe, read the same plain way (no fence, no
+ * isb), for tsc_total and tsc_per_switch: the TSC on x86-64; CNTVCT, the
+ * virtual count of the Arm Generic Timer, on aarch64 and 32-bit arm, where
+ * the kernel's timer driver lets user space read it (the vDSO does) and it
+ * ticks at CNTFRQ, not at the CPU clock.
+ */
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#define read_counter()	__rdtsc()
+#elif defined(__aarch64__)
+static inline uint64_t read_counter(void)
+{
+	uint64_t v;
+
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r" (v));
+	return v;
+}
+#elif defined(__arm__)
+static inline uint64_t read_counter(void)
+{
+	uint64_t v;
+
+	__asm__ __volatile__("mrrc p15, 1, %Q0, %R0, c14" : "=r" (v));
+	return v;
+}
+#else
+#error "no counter read for this architecture (x86-64, aarch64, arm)"
+#endif
+
+/*
+ * The ABI of the instrument patch (kernel/sched/core.c, sys_sched_test()),
+ * the same number on x86-64, aarch64 and arm.
+ */
 #define SCHED_TEST_NR		472
 #define SCHED_TEST_STOP		0
 #define SCHED_TEST_START	1
 #define SCHED_TEST_RESET	2
 #define SCHED_TEST_PINGPONG	3
 #define SCHED_TEST_SHIFT_MAX	32
+
+/* The most -n accepts: 2^40, or LONG_MAX where long has 32 bits (arm). */
+#if LONG_MAX > (1LL << 40)
+#define SWITCHES_MAX		(1L << 40)
+#else
+#define SWITCHES_MAX		LONG_MAX
+#endif
 
 enum mode { MODE_PIPE, MODE_YIELD, MODE_KERNEL };
 static const char *const mode_names[] = { "pipe", "yield", "kernel" };
@@ -116,7 +156,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->cpu = parse_long(optarg, "-c", 0, CPU_SETSIZE - 1);
 			break;
 		case 'n':
-			o->switches = parse_long(optarg, "-n", 2, 1L << 40);
+			o->switches = parse_long(optarg, "-n", 2, SWITCHES_MAX);
 			break;
 		case 'm':
 			if (!strcmp(optarg, "pipe")) {
@@ -302,12 +342,12 @@ int main(int argc, char **argv)
 		sched_test(&o, SCHED_TEST_START, o.shift);
 	getrusage(RUSAGE_SELF, &ru0);
 	t0 = now_ns();
-	c0 = __rdtsc();
+	c0 = read_counter();
 	put_byte(p2c[1], 'g');
 	done = run(&o, c2p[0], p2c[1], 1, rounds);
 	if (o.mode == MODE_YIELD && waitpid(pid, &status, 0) != pid)
 		die("waitpid");
-	c1 = __rdtsc();
+	c1 = read_counter();
 	t1 = now_ns();
 	getrusage(RUSAGE_SELF, &ru1);
 	if (o.control)
