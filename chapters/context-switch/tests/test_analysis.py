@@ -171,6 +171,47 @@ def test_judge_gives_every_measured_cited_entry_a_verdict_from_icount(tmp_path: 
                                     "reason"]
 
 
+def test_arm_cells_are_judged_in_counter_ticks_apart_from_the_x86_cells(tmp_path: Path) -> None:
+    from lab.analysis import cited
+
+    arm64 = {"arch": "arm64", "machine": {"cpus": 2, "cpu_model": "cortex-a53"}}
+    variants = {
+        "gcc-arm64-v2base": variant("v2-thread-baseline", build="gcc-arm64-v2base", **arm64),
+        "gcc-arm64-patched": variant("patched", build="gcc-arm64-patched", **arm64),
+        "gcc-arm64-v2base-icount": variant("v2-thread-baseline", accel="icount",
+                                           build="gcc-arm64-v2base", **arm64),
+        "gcc-arm64-patched-icount": variant("patched", accel="icount",
+                                            build="gcc-arm64-patched", **arm64),
+        # an x86 cell with the same compiler, tree and clock must not mix into the Arm one
+        "gcc-v2base-icount": variant("v2-thread-baseline", accel="icount", build="gcc-v2base"),
+    }
+    rows = (probe_rows("gcc-arm64-v2base", [10, 11, 12]) + probe_rows("gcc-arm64-patched",
+                                                                       [8, 9, 10])
+            + probe_rows("gcc-arm64-v2base-icount", [4.0]) + probe_rows(
+                "gcc-arm64-patched-icount", [3.0]) + probe_rows("gcc-v2base-icount", [200]))
+    run = make("20261207T0100Z-arm", variants, rows, tmp_path)
+    run.manifest.update({"host": {"cores": 2}, "base": {"version": "7.2.13"}})
+    probe = cs.probe_frame([run])
+    assert set(probe[probe["variant"] == "gcc-arm64-v2base"]["arch"]) == {"arm64"}
+    cell = cs.cells(probe)
+    icount = cell[(cell["clock"] == "icount") & (cell["tree"] == "v2-thread-baseline")]
+    assert sorted(zip(icount["arch"], icount["mean"])) == [("arm64", 4.0), ("x86_64", 200.0)]
+    out = cs.judge(cited.to_frame(cited.load_all()), [run]).set_index("id")
+    base = out.loc["context-switch-v5-arm64-gcc-baseline"]
+    assert base["verdict"] == "absolute value not comparable"
+    assert "cntvct_el0 ticks of the author's Raspberry Pi 3b" in base["reason"]
+    assert base["ours"].startswith("wall-clock cntvct_el0 (emulated) mean 11")
+    change = out.loc["context-switch-v5-arm64-gcc-change"]
+    assert change["row_kind"] == verdicts.CLAIM and "cntvct_el0 is emulated time" in change[
+        "reason"]
+    mechanism = out.loc["context-switch-v5-arm64-gcc-icount"]
+    assert mechanism["row_kind"] == verdicts.MECHANISM and mechanism["cited"] == "-23.3 %"
+    assert mechanism["verdict"] == verdicts.DIRECTION
+    assert mechanism["ours"].startswith("instructions -25.0 %")
+    # no arm32 boot, no Clang boot: those rows stay unmeasured rather than borrow a cell
+    assert not [i for i in out.index if "arm32" in i or "arm64-clang" in i]
+
+
 def _size_run(sizes: dict[str, int]) -> Run:
     """A build-only run with one GCC size-configuration kernel per tree in ``sizes``."""
     ev = {"functions": {"finish_task_switch": {"out_of_line": [], "bytes": 0,
