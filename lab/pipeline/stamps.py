@@ -102,18 +102,13 @@ class RootStamp(Stamp):
 
 
 @dataclass(frozen=True)
-class CrossStamp(Stamp):
+class CrossStamp(RootStamp):
     """The cross layer (a toolchain root with gcc-15's cross compilers over it: where cross
     variants build) and each cross architecture's guest tree (:mod:`lab.pipeline.crosslayer`).
-    ``root`` and ``key`` name the layer as a root stamp names the root, so a build stage reads
+    The root stamp's fields name the layer as they name the root, so a build stage reads
     either."""
 
     STAGE = "cross"
-    root: str
-    key: str
-    suite: str
-    packages: dict[str, str]
-    tools: dict[str, str]
     base: str
     """The key of the toolchain root under the layer."""
     guests: dict[str, str]
