@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,10 +153,11 @@ class PrivateApt:
         """Run ``apt-get`` with this configuration."""
         run(["apt-get", *self.options, *args], log=log, cwd=cwd, what=f"apt-get {args[0]}")
 
-    def update(self, log: Path | None = None) -> None:
-        """Refresh this configuration's package lists (never the system's)."""
+    def update(self, log: Path | None = None, extra: Sequence[str] = ()) -> None:
+        """Refresh this configuration's package lists (never the system's); ``extra``: apt
+        options of the refresh (another architecture's lists)."""
         self.write()
-        self.apt_get("update", log=log)
+        run(["apt-get", *self.options, *extra, "update"], log=log, what="apt-get update")
 
 
 def private_apt(mirror: str | None = None, name: str = "apt") -> PrivateApt:

@@ -150,8 +150,7 @@ def resolve(root: Path, packages: tuple[str, ...], log: Path,
     ``foreign``: Debian architectures besides the host's that ``packages`` name."""
     apt, options = _root_apt(root, "apt-layer")
     options = [*options, *architectures(foreign)]
-    apt.write()
-    run(["apt-get", *options, "update"], log=log, what="apt-get update")
+    apt.update(log=log, extra=architectures(foreign))
     argv = ["apt-get", *options, "install", "--simulate", "--no-install-recommends",
             *packages]
     proc = run(argv, what="apt-get install --simulate")
@@ -183,8 +182,7 @@ def _download(root: Path, lock: GuestLock, into: Path, log: Path,
     before anything is unpacked, naming the lock."""
     apt, options = _root_apt(root, "apt-layer")
     options = [*options, *architectures(foreign)]
-    apt.write()
-    run(["apt-get", *options, "update"], log=log, what="apt-get update")
+    apt.update(log=log, extra=architectures(foreign))
     served = archive_versions(apt, [p for p, _ in lock.packages], options)
     gone = [f"{p} {v} (serves {', '.join(sorted(served.get(p, ()))) or 'none'})"
             for p, v in lock.packages if v not in served.get(p, ())]
