@@ -228,20 +228,22 @@ def test_context_switch_entries_are_judged_where_a_run_measures_them() -> None:
     sizes = v2[v2.index.str.contains("bzimage")]
     assert len(rdtsc) + len(sizes) == len(v2)
     assert sizes["ours"].str.fullmatch(r"[\d,]+ bytes").all()
-    # the v5 cover letter: its readings and sizes are levels, its written changes are judged;
-    # its arm tables have no x86 run to be judged from
+    # the v5 cover letter: its readings and sizes are levels, its written changes are judged,
+    # its arm tables from the Arm run (arm64's cells also under icount, arm32's not)
     v5 = entries[entries.index.str.contains("-v5-")]
     levels = frame.set_index("id").loc[v5.index, "variant"] != "change"
     assert (v5.loc[levels, "verdict"] == verdicts.NOT_COMPARABLE).all()
     assert (v5.loc[~levels, "verdict"] != verdicts.NOT_COMPARABLE).all()
     arm = ours[ours.index.str.contains("-v5-arm")]
-    assert len(arm) and (arm["verdict"] == scorecard.NOT_YET).all()
+    assert len(arm) == 12 + 2 and not (arm["verdict"] == scorecard.NOT_YET).any()
+    assert {i for i in arm.index if i.endswith("-icount")} == {
+        "context-switch-v5-arm64-gcc-icount", "context-switch-v5-arm64-clang-icount"}
     # each v2 pair has its derived change row; the cover letters' cells their icount rows,
     # the v5 .text rows the function sizes behind them
     derived = measured[~measured.index.isin(frame["id"])]
     assert len(derived[derived.index.str.endswith("-change")]) == 8 + 2
     icount = derived[derived.index.str.endswith("-icount")]
-    assert len(icount) == 4 + 8 and icount["ours"].str.startswith("instructions").all()
+    assert len(icount) == 4 + 8 + 2 and icount["ours"].str.startswith("instructions").all()
     # instructions are a mechanism, never a reproduction of a time
     assert (icount["row_kind"] == verdicts.MECHANISM).all()
     assert not icount["verdict"].isin([verdicts.REPRODUCED, verdicts.CONTRADICTED]).any()
