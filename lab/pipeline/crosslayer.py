@@ -29,7 +29,7 @@ from lab.command import StageError
 from lab.pipeline import arch as arches
 from lab.pipeline import cachedir, experiment, nodecache, toolchain, vm
 from lab.pipeline.apt import SUITE
-from lab.pipeline.guestlayer import GuestLock, create_layer, layer_dir, resolve
+from lab.pipeline.guestlayer import GuestLock, create_layer, resolve
 from lab.pipeline.lock import read_lock_file
 from lab.pipeline.stamps import CrossStamp, RootStamp, fresh_log, read_json, stage
 
@@ -114,9 +114,6 @@ def applets(busybox: Path) -> list[str]:
 def guest_tree(root: Path, a: arches.Arch, lock: GuestLock, log: Path) -> Path:
     """Make (once) an architecture's guest tree: busybox unpacked into an empty tree, each
     applet a link to it in /bin, and the directories the guest mounts on."""
-    tree = layer_dir(lock)
-    if tree.is_dir():
-        return tree
     return create_layer(root, lock, log, foreign=(a.debian,), empty=True,
                         finish=_link_applets)
 
