@@ -311,15 +311,17 @@ def environment_limits(manifest: dict, variant: str | None = None) -> str:
     """The part of the environment that bounds what a timing can show.
 
     For example "TCG, 8 vCPUs on 2 host cores": the phrase a verdict's reason quotes when the
-    spread between boots, not the kernel, decides it. With ``variant``, the accelerator is that
-    variant's own: a run that boots TCG and icount variants would otherwise name both.
+    spread between boots, not the kernel, decides it. With ``variant``, the accelerator and the
+    vCPUs are that variant's own: a run that boots TCG and icount variants, or the context-switch
+    chapter's arm32 icount cells on one vCPU beside two-vCPU ones, would otherwise name both.
     """
     f = environment_facts(manifest)
-    used = manifest.get("variants", {}).get(variant, {}).get("accel_used", []) if variant else []
-    accel = "/".join(a.upper() for a in used) or f["accelerator"]
-    arch = manifest.get("variants", {}).get(variant, {}).get("arch") if variant else None
-    guest = f" of an emulated {arch}" if arch else ""
-    return f"{accel}, {f['vcpus']} vCPUs{guest} on {f['host_cores']} host cores"
+    own = manifest.get("variants", {}).get(variant, {}) if variant else {}
+    accel = "/".join(a.upper() for a in own.get("accel_used", [])) or f["accelerator"]
+    vcpus = str(own.get("machine", {}).get("cpus", f["vcpus"]))
+    guest = f" of an emulated {own['arch']}" if own.get("arch") else ""
+    return (f"{accel}, {vcpus} vCPU{'' if vcpus == '1' else 's'}{guest} on "
+            f"{f['host_cores']} host cores")
 
 
 def metric_values(run: Run, variant: str, workload: str, metric: str) -> pd.Series:

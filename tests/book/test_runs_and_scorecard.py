@@ -296,6 +296,19 @@ def test_environment_names_the_accelerator_or_says_nothing_was_booted(
     assert runs.environment_facts({"variants": variants})["accelerator"] == accelerator
 
 
+def test_environment_limits_name_the_variants_own_accelerator_and_vcpus() -> None:
+    """A run whose variants boot on different machines (arm32's icount cells on one vCPU beside
+    two-vCPU wall-clock ones) states each variant's own limits, not both joined."""
+    manifest = {"host": {"cores": 2}, "variants": {
+        "wall": {"accel_used": ["tcg"], "arch": "arm", "machine": {"cpus": 2}},
+        "count": {"accel_used": ["icount"], "arch": "arm", "machine": {"cpus": 1}}}}
+    assert runs.environment_limits(manifest, "count") == (
+        "ICOUNT, 1 vCPU of an emulated arm on 2 host cores")
+    assert runs.environment_limits(manifest, "wall") == (
+        "TCG, 2 vCPUs of an emulated arm on 2 host cores")
+    assert runs.environment_limits(manifest) == "ICOUNT/TCG, 1, 2 vCPUs on 2 host cores"
+
+
 def _pool_run(base: Path, run_id: str, variants: dict, reps: int, value: float,
               parent: str | None = None, host: dict | None = None) -> None:
     run = base / "workqueue" / run_id
