@@ -39,8 +39,12 @@ PROBE = "probe.avg_cycles"
 
 
 def _clock(variant: dict[str, Any]) -> str:
+    """A boot's clock as the tables name it: icount, or the architecture's counter under the
+    accelerator that ran it (``TSC (tcg)`` on x86, ``CNTVCT (tcg)`` on Arm, which has no TSC)."""
     used = variant.get("accel_used") or [variant.get("accel_requested", "?")]
-    return "icount" if used == ["icount"] else "TSC (" + "/".join(used) + ")"
+    if used == ["icount"]:
+        return "icount"
+    return f"{COUNTERS[variant.get('arch', HOST)].short} ({'/'.join(used)})"
 
 
 def probe_frame(runs: list[Run], every_run: bool = False) -> pd.DataFrame:
@@ -270,15 +274,17 @@ class Counter:
     """What one reading is, in a reason's words."""
     wall: str
     """Our wall-clock cells' label."""
+    short: str
+    """The counter's name in a table's clock column."""
 
 
 COUNTERS = {
     "x86_64": Counter("TSC ticks", "an rdtsc reading, not core cycles",
-                      "wall-clock TSC (emulated)"),
+                      "wall-clock TSC (emulated)", "TSC"),
     "arm64": Counter("cntvct_el0 ticks", "a read of the virtual counter, not core cycles",
-                     "wall-clock cntvct_el0 (emulated)"),
+                     "wall-clock cntvct_el0 (emulated)", "CNTVCT_EL0"),
     "arm": Counter("cntvct_el0 ticks", "a read of the virtual counter (CNTVCT), not core "
-                   "cycles", "wall-clock CNTVCT (emulated)"),
+                   "cycles", "wall-clock CNTVCT (emulated)", "CNTVCT"),
 }
 """Each architecture's probe counter (patches/context-switch/instrument/)."""
 
@@ -288,6 +294,20 @@ def tsc_ticks(machine: str, arch: str = HOST) -> str:
     counter = COUNTERS[arch]
     return (f"{counter.unit} of {machine} ({counter.reading}), not comparable with an "
             "emulator's ticks")
+
+def emulated(machine: str, arch: str = HOST) -> str:
+    """Why a wall-clock cell cannot judge the author's change in a real CPU's time: under TCG
+    the counter measures how long QEMU took to emulate the region. QEMU models no cache,
+    pipeline or predictor, and its cost per guest instruction differs by orders of magnitude
+    between instructions (a helper call, a TLB refill after an ASID switch), so the region's
+    time moves with the emulator's work, not with the core's. The instruction path, which
+    transfers, is the icount row's."""
+    return (f"under TCG the {COUNTERS[arch].unit.split()[0]} measures how long QEMU took to "
+            f"emulate the region, not the time of {machine}: QEMU models no cache, pipeline "
+            "or branch predictor, and its cost per guest instruction varies with the "
+            "instruction, so the region's time moves with the emulator's work; the "
+            "instruction path is the icount row's")
+
 
 ICOUNT = "icount: instructions, not TSC ticks of a real CPU"
 """What limits the mechanism rows: they count instructions, the author's TSC measured time."""
@@ -347,9 +367,10 @@ configuration (the v2 cover's bzImage options), -O2 the timing one (its rdtsc op
 
 V2_MACHINE = "the author's i5-8300H"
 V5_MACHINE = {"i5": V2_MACHINE, "ryzen": "the author's Ryzen 9600X",
-              "arm64": "the author's Raspberry Pi 3b (Cortex-A53, a 19.2 MHz counter)",
-              "arm32": "the author's Raspberry Pi 3b (Cortex-A53 in AArch32, a 19.2 MHz "
-                       "counter)"}
+              "arm64": "the author's Raspberry Pi 3b (Cortex-A53; the counter's rate, which "
+                       "its firmware sets, is not in the mail)",
+              "arm32": "the author's Raspberry Pi 3b (Cortex-A53 in AArch32; the counter's "
+                       "rate, which its firmware sets, is not in the mail)"}
 """The machines of the postings' probe tables, as a reason names them."""
 
 HIDDEN = ("the author measured no change on this CPU, and a decrease on the i5 for the same "
@@ -403,7 +424,8 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: quan
         lambda c: verdicts.judge_change(
             c, cited, f"{environment}; TCG's {counter.unit.split()[0]} is emulated time",
             units=(counter.unit, counter.unit),
-            margin=quantities.MARGINS["time"], cannot_show=ibpb or (HIDDEN if hidden else None)))
+            margin=quantities.MARGINS["time"],
+            cannot_show=ibpb or (HIDDEN if hidden else None) or emulated(machine, arch)))
     sign = -1 if cited.value <= 0 else 1  # a cited 0 (the Ryzen) still removes the call
     path = f"a {'shorter' if sign < 0 else 'longer'} timed path (the call the patch removes)"
     said = (f"{path}, the author's explanation of his gain on the i5; on this CPU he measured "
