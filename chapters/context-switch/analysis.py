@@ -302,7 +302,7 @@ def emulated(machine: str, arch: str = HOST) -> str:
     between instructions (a helper call, a TLB refill after an ASID switch), so the region's
     time moves with the emulator's work, not with the core's. The instruction path, which
     transfers, is the icount row's."""
-    return (f"under TCG the {COUNTERS[arch].unit.split()[0]} measures how long QEMU took to "
+    return (f"under TCG the {COUNTERS[arch].short} measures how long QEMU took to "
             f"emulate the region, not the time of {machine}: QEMU models no cache, pipeline "
             "or branch predictor, and its cost per guest instruction varies with the "
             "instruction, so the region's time moves with the emulator's work; the "
@@ -419,13 +419,18 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: quan
         return []
     environment = environment_limits(latest[some["variant"]].manifest, some["variant"])
     ibpb = _cannot_show(cell, compiler, spectre)
+    # the rule of emulated() holds for TCG's clock; a cell booted under KVM has a real core's
+    wall = [_cell(cell, compiler, spectre, False, CITED_TREE[r]) for r in scorecard.ROLES]
+    tcg = all(latest[r["variant"]].manifest["variants"][r["variant"]].get("accel_used") == ["tcg"]
+              for r in wall if r is not None)
     tsc_verdict, tsc_used = _cell_verdict(
         cell, probe, compiler, spectre, False, latest,
         lambda c: verdicts.judge_change(
             c, cited, f"{environment}; TCG's {counter.unit.split()[0]} is emulated time",
             units=(counter.unit, counter.unit),
             margin=quantities.MARGINS["time"],
-            cannot_show=ibpb or (HIDDEN if hidden else None) or emulated(machine, arch)))
+            cannot_show=ibpb or (HIDDEN if hidden else None)
+            or (emulated(machine, arch) if tcg else None)))
     sign = -1 if cited.value <= 0 else 1  # a cited 0 (the Ryzen) still removes the call
     path = f"a {'shorter' if sign < 0 else 'longer'} timed path (the call the patch removes)"
     said = (f"{path}, the author's explanation of his gain on the i5; on this CPU he measured "

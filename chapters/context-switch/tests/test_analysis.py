@@ -208,7 +208,7 @@ def test_arm_cells_are_judged_in_counter_ticks_apart_from_the_x86_cells(tmp_path
     assert set(cell[cell["arch"] == "arm64"]["clock"]) == {"CNTVCT_EL0 (tcg)", "icount"}
     change = out.loc["context-switch-v5-arm64-gcc-change"]
     assert change["row_kind"] == verdicts.CLAIM and change["verdict"] == verdicts.INCONCLUSIVE
-    assert "under TCG the cntvct_el0 measures how long QEMU took" in change["reason"]
+    assert "under TCG the CNTVCT_EL0 measures how long QEMU took" in change["reason"]
     mechanism = out.loc["context-switch-v5-arm64-gcc-icount"]
     assert mechanism["row_kind"] == verdicts.MECHANISM
     assert mechanism["cited"] == "-23.3 % (-23.4 to -23.2 % as printed)"
@@ -216,6 +216,24 @@ def test_arm_cells_are_judged_in_counter_ticks_apart_from_the_x86_cells(tmp_path
     assert mechanism["ours"].startswith("instructions -25.0 %")
     # no arm32 boot, no Clang boot: those rows stay unmeasured rather than borrow a cell
     assert not [i for i in out.index if "arm32" in i or "arm64-clang" in i]
+
+
+def test_a_wall_clock_cell_off_tcg_is_judged_not_ruled_out(tmp_path: Path) -> None:
+    """The emulated-time rule is TCG's: the same cells booted under KVM (a real core's clock)
+    are judged as a claim, not set aside."""
+    from lab.analysis import cited
+    arm64 = {"arch": "arm64", "machine": {"cpus": 2, "cpu_model": "host"}}
+    variants = {"gcc-arm64-v2base": variant("v2-thread-baseline", accel="kvm",
+                                            build="gcc-arm64-v2base", **arm64),
+                "gcc-arm64-patched": variant("patched", accel="kvm",
+                                             build="gcc-arm64-patched", **arm64)}
+    rows = (probe_rows("gcc-arm64-v2base", [10.0, 10.1, 9.9])
+            + probe_rows("gcc-arm64-patched", [7.7, 7.6, 7.8]))
+    run = make("20261207T0200Z-kvm", variants, rows, tmp_path)
+    run.manifest.update({"host": {"cores": 2}, "base": {"version": "7.2.13"}})
+    change = cs.judge(cited.to_frame(cited.load_all()), [run]).set_index("id").loc[
+        "context-switch-v5-arm64-gcc-change"]
+    assert "QEMU took" not in change["reason"] and change["verdict"] in verdicts.SUPPORT
 
 
 def _size_run(sizes: dict[str, int]) -> Run:
