@@ -295,13 +295,14 @@ def tsc_ticks(machine: str, arch: str = HOST) -> str:
     return (f"{counter.unit} of {machine} ({counter.reading}), not comparable with an "
             "emulator's ticks")
 
+
 def emulated(machine: str, arch: str = HOST) -> str:
     """Why a wall-clock cell cannot judge the author's change in a real CPU's time: under TCG
     the counter measures how long QEMU took to emulate the region. QEMU models no cache,
-    pipeline or predictor, and its cost per guest instruction differs by orders of magnitude
-    between instructions (a helper call, a TLB refill after an ASID switch), so the region's
-    time moves with the emulator's work, not with the core's. The instruction path, which
-    transfers, is the icount row's."""
+    pipeline or predictor, and its cost per guest instruction differs widely between
+    instructions (one translated inline, another a call into a helper or a TLB refill), so the
+    region's time moves with the emulator's work, not with the core's. The instruction path,
+    which transfers, is the icount row's."""
     return (f"under TCG the {COUNTERS[arch].short} measures how long QEMU took to "
             f"emulate the region, not the time of {machine}: QEMU models no cache, pipeline "
             "or branch predictor, and its cost per guest instruction varies with the "
@@ -420,9 +421,9 @@ def _probe_rows(entries: pd.DataFrame, compiler: str, spectre: bool, cited: quan
     environment = environment_limits(latest[some["variant"]].manifest, some["variant"])
     ibpb = _cannot_show(cell, compiler, spectre)
     # the rule of emulated() holds for TCG's clock; a cell booted under KVM has a real core's
-    wall = [_cell(cell, compiler, spectre, False, CITED_TREE[r]) for r in scorecard.ROLES]
-    tcg = all(latest[r["variant"]].manifest["variants"][r["variant"]].get("accel_used") == ["tcg"]
-              for r in wall if r is not None)
+    tcg = all(r["clock"].endswith("(tcg)") for r in (
+        _cell(cell, compiler, spectre, False, CITED_TREE[role]) for role in scorecard.ROLES)
+        if r is not None)
     tsc_verdict, tsc_used = _cell_verdict(
         cell, probe, compiler, spectre, False, latest,
         lambda c: verdicts.judge_change(
