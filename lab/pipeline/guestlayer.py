@@ -144,13 +144,21 @@ def architectures(foreign: tuple[str, ...]) -> list[str]:
     return [x for a in ("amd64", *foreign) for x in ("-o", f"APT::Architectures::={a}")]
 
 
+def _refreshed_apt(root: Path, log: Path, foreign: tuple[str, ...]
+                   ) -> tuple[PrivateApt, list[str]]:
+    """The layers' private apt with its lists refreshed for the host's and ``foreign``
+    architectures, and the apt options every later call needs to see those lists."""
+    apt, options = _root_apt(root, "apt-layer")
+    extra = architectures(foreign)
+    apt.update(log=log, extra=extra)
+    return apt, [*options, *extra]
+
+
 def resolve(root: Path, packages: tuple[str, ...], log: Path,
             foreign: tuple[str, ...] = ()) -> dict[str, str]:
     """What apt would add to ``root`` for ``packages`` today (no recommends, as the root);
     ``foreign``: Debian architectures besides the host's that ``packages`` name."""
-    apt, options = _root_apt(root, "apt-layer")
-    options = [*options, *architectures(foreign)]
-    apt.update(log=log, extra=architectures(foreign))
+    _, options = _refreshed_apt(root, log, foreign)
     argv = ["apt-get", *options, "install", "--simulate", "--no-install-recommends",
             *packages]
     proc = run(argv, what="apt-get install --simulate")
@@ -180,9 +188,7 @@ def _download(root: Path, lock: GuestLock, into: Path, log: Path,
               foreign: tuple[str, ...] = ()) -> list[Path]:
     """Fetch exactly the locked versions; a version the archive no longer serves fails
     before anything is unpacked, naming the lock."""
-    apt, options = _root_apt(root, "apt-layer")
-    options = [*options, *architectures(foreign)]
-    apt.update(log=log, extra=architectures(foreign))
+    apt, options = _refreshed_apt(root, log, foreign)
     served = archive_versions(apt, [p for p, _ in lock.packages], options)
     gone = [f"{p} {v} (serves {', '.join(sorted(served.get(p, ()))) or 'none'})"
             for p, v in lock.packages if v not in served.get(p, ())]
