@@ -9,6 +9,7 @@ prints it (:func:`number`). :mod:`lab.analysis.verdicts` decides with these.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -144,19 +145,48 @@ def check_margin(change: stats.Change, margin: Margin) -> None:
                          "metric kind from lab.analysis.quantities.MARGINS")
 
 
-def detectable(change: stats.Change) -> str:
+def detectable_text(size: float, side: int, unit: str, digits: int = 1) -> str:
+    """The smallest detectable change as printed: ``size`` is
+    :meth:`lab.analysis.stats.Change.detectable` on ``side`` (a rise when ``side`` is 0).
+
+    With a side the number carries its sign. Without one, a difference (bytes, points) is the
+    same size either way ("±"), while a ratio's rise and fall differ and both are given."""
+    if side:
+        return f"{'+' if side > 0 else '-'}{size:,.{digits}f}{_suffix(unit)}"
+    if unit != "%":
+        return f"±{size:,.{digits}f}{_suffix(unit)}"
+    fall = 100 * (1 - 1 / (1 + size / 100))  # the same log size as the rise, downwards
+    return f"+{size:,.{digits}f} % or -{fall:,.{digits}f} %"
+
+
+def detectable_of(row: Any, digits: int = 1) -> str:
+    """A judged row's smallest detectable change as printed, signed by the side it was
+    computed for: ``row`` maps the columns of :meth:`lab.analysis.verdicts.Verdict.columns`
+    (a scorecard row, or a verdict's own columns)."""
+    unit = row["our_unit"] if row["our_unit"] == "%" else f" {row['our_unit']}"
+    return detectable_text(row["detectable"], int(row["detectable_side"]), unit, digits)
+
+
+def _suffix(unit: str) -> str:
+    return " %" if unit == "%" else unit
+
+
+def detectable(change: stats.Change, side: int = 0) -> str:
+    """The clause a verdict's reason gives for too few boots: the smallest change these boots
+    detect on ``side`` (the direction judged; 0 for both)."""
     if change.exact:
         return "it is exact"
     return (f"the smallest change these boots detect ({stats.POWER * 100:.0f} % power) is "
-            f"±{change.detectable():,.1f}{change.suffix}")
+            + detectable_text(change.detectable(side or 1), side, change.unit))
 
 
-def unmoved(change: stats.Change, bound: Bound | None, cited: Cited | None = None
-             ) -> str | None:
+def unmoved(change: stats.Change, bound: Bound | None, cited: Cited | None = None,
+            side: int = 1) -> str | None:
     """Why this setup cannot show the patch, when a bound says so. For a claim: the most the
     changed path could move the metric is smaller than the cited change (at its end nearest
     0), so no result of this setup is the author's change. For a mechanism row: smaller than
-    the smallest change these boots detect, so they cannot see it."""
+    the smallest change these boots detect on ``side`` (the predicted direction), so they
+    cannot see it."""
     if bound is None:
         return None
     if cited is not None and cited.sign:
@@ -166,9 +196,9 @@ def unmoved(change: stats.Change, bound: Bound | None, cited: Cited | None = Non
                 f"{change.suffix} ({bound.why}), less than the cited change: this design cannot "
                 "move the metric as far as the author saw it move, and no change it shows is "
                 "the patch's")
-    if bound.size >= change.detectable():
+    if bound.size >= change.detectable(side):
         return None
     return (f"the changed path could move this metric by at most {bound.size:,.1f}"
             f"{change.suffix} ({bound.why}), less than the smallest change these boots detect "
-            f"(±{change.detectable():,.1f}{change.suffix}): these boots cannot see a change "
-            "that small")
+            f"({detectable_text(change.detectable(side), side, change.unit)}): these boots cannot "
+            "see a change that small")

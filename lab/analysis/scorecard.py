@@ -381,7 +381,7 @@ def build(cited: pd.DataFrame, measured: pd.DataFrame,
     card["row_kind"] = card["row_kind"].astype(str)
     card["ours_reading"] = card["ours_reading"].astype(object).fillna(False).astype(bool)
     for column in ("our_change", "our_low", "our_high", "cited_change", "expected_sign",
-                   "detectable", "margin", "bound"):
+                   "detectable", "detectable_side", "margin", "bound"):
         card[column] = pd.to_numeric(card[column], errors="coerce").astype(float)
     return card.reset_index(drop=True).rename(columns={"table": "measurement"})
 

@@ -108,20 +108,24 @@ class Change:
         return (not self.exact and not self.pairs
                 and self.df == min(self.n_baseline, self.n_patched) - 1)
 
-    def detectable(self, power: float = POWER) -> float:
-        """The smallest change (in this change's unit, as a magnitude) that this design would
-        detect with probability ``power``: a true change of this size gives an interval that
-        excludes 0 that often, at the measured spread and number of boots. 0 for an exact change.
+    def detectable(self, side: int = 1, power: float = POWER) -> float:
+        """The smallest change (in this change's unit, as a magnitude) on ``side`` (+1 a rise,
+        -1 a fall) that this design would detect with probability ``power``: a true change of
+        this size gives an interval that excludes 0 that often, at the measured spread and
+        number of boots. 0 for an exact change.
 
-        It is ``(t(1 - alpha/2) + t(power)) * se`` on the interval's scale, turned into a percent
-        for a ratio (the increase; a decrease of the same log size is a little smaller).
+        It is ``d = (t(1 - alpha/2) + t(power)) * se`` on the interval's scale. For a ratio
+        that scale is the log: a rise of ``exp(d) - 1`` and a fall of ``1 - exp(-d)``, which is
+        the smaller, so a predicted fall must be compared with the fall, not the rise.
         """
+        if side not in (-1, 1):
+            raise ValueError(f"side is +1 (a rise) or -1 (a fall), not {side!r}")
         if self.exact or self.se == 0:
             return 0.0
         alpha = 1 - CONFIDENCE
         size = (scipy_stats.t.ppf(1 - alpha / 2, self.df)
                 + scipy_stats.t.ppf(power, self.df)) * self.se
-        return float(100 * np.expm1(size)) if self.unit == "%" else float(size)
+        return float(abs(100 * np.expm1(side * size))) if self.unit == "%" else float(size)
 
     @property
     def n(self) -> str:

@@ -120,21 +120,26 @@ class Verdict:
     margin: Margin | None = None
     bound: Bound | None = None
 
+    @property
+    def side(self) -> int:
+        """The direction judged: a mechanism row's prediction, a claim's cited sign, else 0.
+        Its ``detectable`` is the smallest change on it (a rise for 0; a ratio's fall is less)."""
+        value = self.expected_sign if self.kind == MECHANISM else self.cited
+        return 0 if value is None or np.isnan(value) else int(np.sign(value))
+
     def columns(self) -> dict[str, Any]:
         """The verdict as scorecard row columns: ``verdict``, ``reason`` and
         :data:`NUMBER_COLUMNS`, so a judge's row carries the numbers beside the text."""
         nan = float("nan")
-        change = self.change
+        c = self.change
         return {"verdict": self.verdict, "reason": self.reason,
                 "row_kind": self.kind, "ours_reading": self.ours,
-                "our_change": change.percent if change else nan,
-                "our_low": change.low if change else nan,
-                "our_high": change.high if change else nan,
-                "our_unit": change.suffix.strip() if change else "",
+                "our_change": c.percent if c else nan, "our_low": c.low if c else nan,
+                "our_high": c.high if c else nan, "our_unit": c.suffix.strip() if c else "",
                 "cited_change": nan if self.cited is None else float(self.cited),
                 "expected_sign": nan if self.expected_sign is None else self.expected_sign,
-                "detectable": change.detectable() if change else nan,
-                "margin": self.margin.size if self.margin else nan,
+                "detectable": c.detectable(self.side or 1) if c else nan,
+                "detectable_side": self.side, "margin": self.margin.size if self.margin else nan,
                 "bound": self.bound.size if self.bound else nan}
 
     @property
@@ -151,12 +156,14 @@ def supporting(verdict: str, kind: str, ours: bool) -> bool:
 
 
 NUMBER_COLUMNS = ["row_kind", "ours_reading", "our_change", "our_low", "our_high", "our_unit",
-                  "cited_change", "expected_sign", "detectable", "margin", "bound"]
+                  "cited_change", "expected_sign", "detectable", "detectable_side", "margin",
+                  "bound"]
 """A judged row's kind and numbers (:meth:`Verdict.columns`), so a figure or a tally can draw
 what the reason says: the row's kind and whether it tests our own reading; our change and its
 interval in ``our_unit``; the cited change in the same unit (a claim) or the direction the
-mechanism should move; the smallest change the design detects; the margin and the bound it was
-judged with. Missing numbers are NaN."""
+mechanism should move; the smallest change the design detects on the side it was judged in
+(:attr:`Verdict.side`; printed by :func:`lab.analysis.quantities.detectable_of`); the margin
+and the bound it was judged with. Missing numbers are NaN."""
 
 
 def _word(sign: int) -> str:
@@ -252,7 +259,7 @@ def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: 
                                      f"({margin.text()}); the cited {said} is "
                                      f"{_word(cited.sign)} ({environment})")
     # The interval reaches into the margin or across 0: say which, and why.
-    detect = detectable(change)
+    detect = detectable(change, cited.sign)
     if change.sign == -cited.sign:
         return Verdict(INCONCLUSIVE, f"{ours} is {_word(change.sign)}, but it reaches into the "
                                      f"margin ({margin.text()}); the cited {said} is "
@@ -264,7 +271,7 @@ def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: 
         return Verdict(INCONCLUSIVE, (
             f"{ours} reaches into the margin ({margin.text()}) and excludes the cited {said}: "
             f"any change in the author's direction is smaller than his{other}"))
-    if change.detectable() > abs(cited.value):
+    if change.detectable(cited.sign or 1) > abs(cited.value):
         return Verdict(INCONCLUSIVE, f"{ours} reaches into the margin ({margin.text()}) and "
                                      f"contains the cited {said}: too few boots, {detect} "
                                      f"({environment})")
@@ -300,7 +307,7 @@ def _judge_direction(change: stats.Change, expected_sign: int, claim: str, envir
     text = _ours(change)
     yes, no = (HOLDS, FAILS) if ours else (DIRECTION, CONTRADICTED)
     side = margin_side(change, margin)
-    if why := unmoved(change, bound):
+    if why := unmoved(change, bound, side=expected_sign or 1):
         return Verdict(INCONCLUSIVE, f"{text}; {why}")
     if within(change, margin):
         if expected_sign == 0:
@@ -317,7 +324,7 @@ def _judge_direction(change: stats.Change, expected_sign: int, claim: str, envir
                            f"where {_word(expected_sign)} was predicted: {claim}")
     return Verdict(INCONCLUSIVE, f"{text} reaches into the margin ({margin.text()}; "
                                  f"{environment}), so it cannot show {_word(expected_sign)} as "
-                                 f"predicted ({claim}); {detectable(change)}")
+                                 f"predicted ({claim}); {detectable(change, expected_sign)}")
 
 
 def check(passed: bool, what: str) -> Verdict:
@@ -342,16 +349,14 @@ def judge_boots(baseline: pd.Series, patched: pd.Series, judge: Judge, *,
 
     ``baseline`` and ``patched`` hold one value per boot (indexed by repetition); ``measure``
     turns them into a change (:func:`lab.analysis.stats.percent_change` or ``point_change``),
-    ``judge``
-    into a verdict. ``flagged`` maps, per kernel, a repetition to the clock trouble of that boot
-    (:func:`lab.analysis.runs.clock_health`): when any boot is flagged, the reason adds how many
-    and the
-    verdict without them. When a verdict takes a side (supports, contradicts, holds or fails)
-    and dropping a single boot (``unit`` names what one value is, e.g. "load") would change it,
-    the reason says which and what it would be, so a headline that one value carries is shown
-    with and without it; the refit keeps the full sample's degrees of freedom, so the note is
-    about that boot, not about the degree of freedom its loss costs.
-    """
+    ``judge`` into a verdict. ``flagged`` maps, per kernel, a repetition to the clock trouble
+    of that boot (:func:`lab.analysis.runs.clock_health`): when any boot is flagged, the reason
+    adds how many and the verdict without them. When a verdict takes a side (supports,
+    contradicts, holds or fails) and dropping a single boot (``unit`` names what one value is,
+    e.g. "load") would change it, the reason says which and what it would be, so a headline
+    that one value carries is shown with and without it; the refit keeps the full sample's
+    degrees of freedom, so the note is about that boot, not about the degree of freedom its
+    loss costs."""
     verdict = judge(measure(baseline, patched))
     notes = []
     bad = [(side, rep) for side, values, marks in (("baseline", baseline, flagged[0]),

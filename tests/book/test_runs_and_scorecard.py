@@ -510,7 +510,7 @@ def _row(**given: object) -> dict[str, object]:
         "reason": "", "kind": "cited change", "row_kind": verdicts.CLAIM,
         "ours_reading": False, "our_change": nan, "our_low": nan, "our_high": nan,
         "our_unit": "%", "cited_change": nan, "expected_sign": nan, "detectable": nan,
-        "margin": 0.2, "bound": nan}
+        "detectable_side": 0, "margin": 0.2, "bound": nan}
     row.update(given)
     return row
 

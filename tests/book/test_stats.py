@@ -176,20 +176,22 @@ def test_the_rule_covers_with_few_boots_and_unequal_spreads(n_base: int, n_patch
     assert 0.95 - tolerance <= coverage <= 0.95 + CONSERVATIVE, coverage
 
 
-def test_the_detectable_change_is_what_the_design_sees_80_percent_of_the_time() -> None:
-    """A true change of the size Change.detectable() names gives an interval that excludes 0
-    in about 80 % of simulated designs with the same spread and boots."""
+@pytest.mark.parametrize("side", [1, -1])
+def test_the_detectable_change_is_what_the_design_sees_80_percent_of_the_time(side: int) -> None:
+    """A true change of the size Change.detectable(side) names, a rise or a fall, gives an
+    interval that excludes 0 on that side in about 80 % of simulated designs with the same
+    spread and boots."""
     rng = np.random.default_rng(11)
     sigma, n = 0.2, 5
     probe = stats.percent_change(np.exp(rng.normal(0, sigma, n)), np.exp(rng.normal(0, sigma, n)))
     # the design's detectable change at the true spread: se = sigma * sqrt(2 / n)
     true = stats.Change(0, 0, 0, n, n, se=sigma * np.sqrt(2 / n), df=probe.df)
-    size = np.log1p(true.detectable() / 100)
+    size = np.log1p(side * true.detectable(side) / 100)
     trials = 20_000
     baseline = rng.normal(0.0, sigma, (trials, n))
     patched = rng.normal(size, sigma, (trials, n))
-    _, low, _ = stats.difference_interval(baseline, patched)
-    assert 0.75 < np.mean(low > 0) < 0.85
+    _, low, high = stats.difference_interval(baseline, patched)
+    assert 0.75 < np.mean(low > 0 if side > 0 else high < 0) < 0.85
 
 
 def test_a_paired_change_removes_what_a_repetition_shares() -> None:

@@ -90,14 +90,37 @@ def test_a_truncated_cited_pair_carries_the_interval_it_can_mean() -> None:
 
 
 def test_an_inconclusive_row_states_what_its_boots_can_detect() -> None:
-    judged = claim(-25.0, 28.0, 3.3)
+    judged = claim(-25.0, 28.0, -3.3)
     assert judged.verdict == verdicts.INCONCLUSIVE
     assert "too few boots" in judged.reason
     assert "smallest change these boots detect (80 % power)" in judged.reason
-    detect = change(-25.0, 28.0).detectable()
-    assert f"±{detect:,.1f} %" in judged.reason
+    # the cited change is a fall, so the reason gives the smallest fall, not the larger rise
+    fall, rise = change(-25.0, 28.0).detectable(-1), change(-25.0, 28.0).detectable(1)
+    assert fall < rise
+    assert f"is -{fall:,.1f} %" in judged.reason
+    assert judged.columns()["detectable_side"] == -1 and judged.columns()["detectable"] == fall
     direction = verdicts.judge_direction(change(-25.0, 28.0), -1, "fewer", ENV, margin=TIME)
-    assert "smallest change these boots detect" in direction.reason
+    assert f"detect (80 % power) is -{fall:,.1f} %" in direction.reason
+    either = verdicts.judge_direction(change(-25.0, 28.0), 0, "no change", ENV, margin=TIME)
+    assert (either.columns()["detectable_side"], either.columns()["detectable"]) == (0, rise)
+
+
+def test_a_rows_detectable_change_prints_with_the_side_it_was_judged_on() -> None:
+    """A notebook prints the scorecard column with the sign of the side it holds: a claim's
+    cited side, a mechanism row's predicted one; a row without a side gives a ratio's rise and
+    fall, which differ, and a difference's one size."""
+    rows = pd.DataFrame([
+        {**claim(-25.0, 28.0, -3.3).columns(), "expected_sign": float("nan")},
+        verdicts.judge_direction(change(-25.0, 28.0), 1, "more", ENV, margin=TIME).columns(),
+        verdicts.judge_direction(change(-25.0, 28.0), 0, "none", ENV, margin=TIME).columns(),
+    ])
+    printed = [quantities.detectable_of(r) for _, r in rows.iterrows()]
+    fall, rise = change(-25.0, 28.0).detectable(-1), change(-25.0, 28.0).detectable(1)
+    assert printed == [f"-{fall:,.1f} %", f"+{rise:,.1f} %",
+                       f"+{rise:,.1f} % or -{fall:,.1f} %"]
+    assert quantities.detectable_text(12.0, 0, " bytes") == "±12.0 bytes"
+    with pytest.raises(ValueError, match="side is"):
+        change(-25.0, 28.0).detectable(0)
 
 
 def test_a_design_that_cannot_move_the_metric_says_so() -> None:
