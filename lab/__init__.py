@@ -18,3 +18,16 @@ ROOT = Path(__file__).resolve().parent.parent
 """The repository root; notebooks run with their own directory as cwd, so paths are built here."""
 
 DATA = ROOT / "data"
+
+
+def in_repo(path: Path) -> str:
+    """A path relative to the repository when it is inside it (chapters, series), else as
+    given (a test chapter in a temporary directory): what a manifest or a rule's param records,
+    so neither depends on where the repository is checked out."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def from_repo(text: str) -> Path:
+    """The path :func:`in_repo` recorded, as a path on this machine."""
+    return ROOT / text

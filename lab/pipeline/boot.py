@@ -10,7 +10,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from lab import ROOT
+from lab import ROOT, in_repo
 from lab.command import StageError, require_tools
 from lab.pipeline import (
     accel,
@@ -33,7 +33,6 @@ from lab.pipeline.stamps import (
     CrossStamp,
     LayerStamp,
     ToolsStamp,
-    in_repo,
     load_experiment,
     stage,
 )

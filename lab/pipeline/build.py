@@ -19,12 +19,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab import from_repo
 from lab.command import StageError, run
 from lab.pipeline import arch as arches
 from lab.pipeline import (
     cachedir,
     crosslayer,
-    experiment,
     kconfig,
     node,
     nodecache,
@@ -32,12 +32,12 @@ from lab.pipeline import (
     toolchain,
 )
 from lab.pipeline.arch import HOST
+from lab.pipeline.experiment import KernelJob
 from lab.pipeline.stamps import (
     BuildStamp,
     SeriesStamp,
     SourceStamp,
     fresh_log,
-    load_experiment,
     stage,
 )
 
@@ -262,37 +262,35 @@ def build_failure(box: Toolbox, commit: str, config: Path, base_commit: str, des
     return info
 
 
-def toolbox(a: argparse.Namespace, variant: experiment.Variant, series_dir: Path) -> Toolbox:
+def toolbox(a: argparse.Namespace, job: KernelJob) -> Toolbox:
     """The root, base tree (with the variant's series commit) and compiler of a stage's make,
     made on this machine where it lacks them (:mod:`lab.pipeline.nodecache`)."""
     base = SourceStamp.read(a.base)
     root = crosslayer.tree_of(a.root)
     nodecache.base(base)
-    series.ensure_commit(base, SeriesStamp.read(a.series), series_dir)
-    return Toolbox(root, Path(base.tree), variant.compiler, variant.arch)
+    series.ensure_commit(base, SeriesStamp.read(a.series), from_repo(job.series))
+    return Toolbox(root, Path(base.tree), job.compiler, job.arch)
 
 
 def cmd_config(a: argparse.Namespace) -> None:
     """Configure one variant: start config + fragments, olddefconfig, check nothing dropped."""
-    exp = load_experiment(a)
-    v = exp.all_variants[a.variant]
+    job: KernelJob = a.job
     log = fresh_log(a)
-    with stage("config", f"{exp.name}/{v.name}", log):
-        configure(toolbox(a, v, exp.series), SeriesStamp.read(a.series).commit,
-                  v.kconfig_start, exp.fragment_paths(v.name), Path(a.out), log)
+    with stage("config", f"{job.chapter}/{job.variant}", log):
+        configure(toolbox(a, job), SeriesStamp.read(a.series).commit, job.kconfig_start,
+                  [from_repo(f) for f in job.fragments], Path(a.out), log)
 
 
 def cmd_build(a: argparse.Namespace) -> None:
     """Build one variant's kernel; keep image, vmlinux, System.map, modules and log in the
     stamp's directory (in the cache's work tree, where Snakemake sees the image)."""
-    exp = load_experiment(a)
-    v = exp.all_variants[a.variant]
+    job: KernelJob = a.job
     log = fresh_log(a)
     dest = Path(a.out).resolve().parent
-    with stage("build", f"{exp.name}/{v.name}", log):
-        make = (functools.partial(build_failure, expected=v.build_fails)
-                if v.build_fails else functools.partial(build, extmod=a.extmod))
-        info = make(toolbox(a, v, exp.series), SeriesStamp.read(a.series).commit,
+    with stage("build", f"{job.chapter}/{job.variant}", log):
+        make = (functools.partial(build_failure, expected=job.build_fails)
+                if job.build_fails else functools.partial(build, extmod=job.extmod))
+        info = make(toolbox(a, job), SeriesStamp.read(a.series).commit,
                     Path(a.config), SourceStamp.read(a.base).commit, dest, log)
-        stamp = BuildStamp(**info, artifacts=str(dest), variant=v.name)
+        stamp = BuildStamp(**info, artifacts=str(dest), variant=job.variant)
     stamp.write(a.out)

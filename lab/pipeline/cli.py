@@ -60,10 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="stage", required=True)
 
     def add(name: str, fn: Callable[[argparse.Namespace], None], *args: str,
-            exp: bool = True, log: bool = True) -> argparse.ArgumentParser:
+            exp: bool = True, job: bool = False, log: bool = True) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=fn.__doc__)
         sp.set_defaults(fn=fn)
-        if exp:
+        if job:
+            # a kernel stage: what it reads of the chapter (experiment.KernelJob, as JSON)
+            sp.add_argument("--job", required=True, type=experiment.KernelJob.from_json)
+        elif exp:
             sp.add_argument("--chapter", required=True)
             sp.add_argument("--accel", default="")
             sp.add_argument("--reps", default="")
@@ -77,13 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     add("root", toolchain.cmd_root, "--out", exp=False)
     add("source", source.cmd_source, "--out", exp=False)
     add("cross", crosslayer.cmd_cross, "--root", "--out", exp=False)
-    add("series", series.cmd_series, "--base", "--tree", "--out", log=False)
-    add("config", build.cmd_config, "--base", "--root", "--series", "--variant", "--out")
-    bld = add("build", build.cmd_build, "--base", "--root", "--series", "--config", "--variant",
-              "--out")
-    # what the chapter's guest modules are built against (tools: {kbuild: true})
-    bld.add_argument("--extmod", action="store_true")
-    add("tools", tools.cmd_tools, "--root", "--base", "--series", "--build", "--variant", "--out")
+    add("series", series.cmd_series, "--base", "--tree", "--out", job=True, log=False)
+    add("config", build.cmd_config, "--base", "--root", "--series", "--out", job=True)
+    add("build", build.cmd_build, "--base", "--root", "--series", "--config", "--out", job=True)
+    add("tools", tools.cmd_tools, "--root", "--base", "--series", "--build", "--out", job=True)
     acc = add("accel", boot.cmd_accel, "--root", "--out", log=False)
     acc.add_argument("--build", nargs="?", default="")  # none when no variant boots
     acc.add_argument("--probe-timeout", type=float, default=accel.probe_timeout())
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline-build", "--patched-build", "--workload", "--variant", "--rep", "--out",
         log=False)
     add("parse", parse.cmd_parse, "--boot", "--out", log=False)
-    add("inspect", inspect.cmd_inspect, "--root", "--build", "--variant", "--out", log=False)
+    add("inspect", inspect.cmd_inspect, "--root", "--build", "--out", job=True, log=False)
     pub = add("publish", publish.cmd_publish, "--root", "--layer", "--base", "--out", log=False)
     for many in ("--builds", "--build-times", "--setup-times", "--series", "--inspected",
                  "--tools"):

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab import chapters
+from lab import chapters, in_repo
 from lab.command import StageError
 from lab.pipeline.arch import HOST
 from lab.pipeline.vm import Machine
@@ -51,6 +51,51 @@ class Variant:
     kconfig_start: str = "defconfig"
     """The configuration its fragments go on: the chapter's ``kconfig_start``, or its
     architecture's (``arches: {<arch>: {kconfig_start: ...}}``)."""
+
+
+@dataclass(frozen=True)
+class KernelJob:
+    """What one kernel stage (series, config, build, tools, inspect) reads of a chapter, for
+    one variant or tree: the Snakefile makes it from the experiment and hands it over as the
+    rule's one param (:meth:`to_json`), so Snakemake reruns a stage exactly when something
+    that stage reads has changed, and no stage re-reads ``chapter.yaml``. A field a stage does
+    not read stays at its default, so changing it in ``chapter.yaml`` reruns no job of that
+    stage (a new ``inspect:`` list re-inspects, it does not rebuild)."""
+
+    chapter: str
+    """The chapter's name, for progress lines."""
+    file: str
+    """Its ``chapter.yaml``, which an error names as the file to fix. This and the other
+    paths are as :func:`lab.in_repo` records them (a clone elsewhere reruns nothing); a
+    stage reads them with :func:`lab.from_repo`."""
+    series: str
+    """The chapter's series directory."""
+    variant: str = ""
+    """The variant (a series job has none: it makes a tree)."""
+    compiler: str = ""
+    arch: str = ""
+    kconfig_start: str = ""
+    fragments: tuple[str, ...] = ()
+    """The config fragment files, in merge order (config)."""
+    build_fails: str = ""
+    extmod: bool = False
+    """Keep the external-module tree (build, for a chapter with ``tools: {kbuild: true}``)."""
+    tools: dict[str, Any] = field(default_factory=dict)
+    """``tools:`` of ``chapter.yaml`` (tools)."""
+    tools_dir: str = ""
+    """``tools.dir`` as a path (tools)."""
+    inspect: dict[str, Any] = field(default_factory=dict)
+    """``inspect:`` of ``chapter.yaml`` (inspect)."""
+    build: str = ""
+    """The variant whose build this one uses (inspect: its stamp names it)."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> KernelJob:
+        fields = json.loads(text)
+        return cls(**{**fields, "fragments": tuple(fields.get("fragments", ()))})
 
 
 @dataclass(frozen=True)
@@ -184,6 +229,37 @@ class Experiment:
     def key(self) -> str:
         """The short form of :attr:`sha256` that names the run's work directories."""
         return self.sha256[:12]
+
+    def _job(self, variant: str = "", **fields: Any) -> KernelJob:
+        v = self.all_variants[variant] if variant else None
+        return KernelJob(self.name, in_repo(self.path), in_repo(self.series), variant,
+                         v.compiler if v else "", v.arch if v else "", **fields)
+
+    def series_job(self) -> KernelJob:
+        """What the series stage reads: the series directory."""
+        return self._job()
+
+    def config_job(self, variant: str) -> KernelJob:
+        """What the config stage reads: compiler, architecture, start and fragments."""
+        return self._job(variant, kconfig_start=self.all_variants[variant].kconfig_start,
+                         fragments=tuple(in_repo(p) for p in self.fragment_paths(variant)))
+
+    def build_job(self, variant: str) -> KernelJob:
+        """What the build stage reads: compiler, architecture, an expected failure, and
+        whether the chapter's guest programs are modules built against the kernel."""
+        return self._job(variant, build_fails=self.all_variants[variant].build_fails,
+                         extmod=bool((self.raw.get("tools") or {}).get("kbuild")))
+
+    def tools_job(self, variant: str) -> KernelJob:
+        """What the tools stage reads: compiler, architecture and ``tools:``."""
+        tools = dict(self.raw.get("tools") or {})
+        return self._job(variant, tools=tools,
+                         tools_dir=in_repo(self.chapter.path(tools["dir"])) if tools else "")
+
+    def inspect_job(self, variant: str) -> KernelJob:
+        """What the inspect stage reads: architecture, ``inspect:`` and the build it reads."""
+        return self._job(variant, inspect=dict(self.raw.get("inspect") or {}),
+                         build=self.build_name(variant))
 
     def fragment_paths(self, variant: str) -> list[Path]:
         """The config fragment files of a variant, in merge order."""

@@ -28,12 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import chapters
+from lab import chapters, in_repo
 from lab.command import StageError, quote, require_tools, run
 from lab.pipeline import cachedir, nodecache, toolchain
 from lab.pipeline.apt import PrivateApt, archive_versions, private_apt
 from lab.pipeline.lock import read_lock_file
-from lab.pipeline.stamps import LayerStamp, RootStamp, fresh_log, in_repo, load_experiment, stage
+from lab.pipeline.stamps import LayerStamp, RootStamp, fresh_log, load_experiment, stage
 
 LOCK_NAME = "guest.lock.yaml"
 RECORD = Path("etc") / "kernel-book-guest-layer.json"

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab import from_repo
 from lab.command import StageError, run
 from lab.pipeline import arch as arches
 from lab.pipeline import build, crosslayer, jumptable, series, toolchain
+from lab.pipeline.experiment import KernelJob
 from lab.pipeline.jumptable import StaticBranch
-from lab.pipeline.stamps import BuildStamp, InspectStamp, load_experiment, stage
+from lab.pipeline.stamps import BuildStamp, InspectStamp, stage
 
 _ALWAYS_INLINE = re.compile(r"__always_inline\s+[\w\s\*]*?\b(\w+)\s*\(")
 _NM = re.compile(r"^([0-9a-f]+) ([0-9a-f]+) [tTwW] (\S+)$")
@@ -286,26 +288,25 @@ def cmd_inspect(a: argparse.Namespace) -> None:
     function the series forces inline and the callers' probe region; ``calls`` every call site
     of the named functions; ``probes`` the out-of-line copies of each probe target. Image
     sizes are the build's."""
-    exp = load_experiment(a)
-    v = exp.variants[a.variant]
+    job: KernelJob = a.job
     artifacts = Path(BuildStamp.read(a.build).artifacts)
     root = crosslayer.tree_of(a.root)
     # binutils of the image's architecture: the cross layer's <triplet>-nm on Arm
-    prefix = f"{arches.get(v.arch).triplet}-" if arches.get(v.arch).cross else ""
-    wanted = exp.raw.get("inspect") or {}
+    prefix = f"{arches.get(job.arch).triplet}-" if arches.get(job.arch).cross else ""
+    wanted = job.inspect
     callers = list(wanted.get("callers", []))
     found: dict[str, Any] = {}
     listing_file: Path | None = None
-    with stage("inspect", f"{exp.name}/{v.name}", None):
+    with stage("inspect", f"{job.chapter}/{job.variant}", None):
 
         def tool(*argv: str) -> str:
             program = prefix + argv[0] if argv[0] in ("nm", "objdump") else argv[0]
             return run(toolchain.in_root(root, [program, *argv[1:]], {artifacts: build.BUILD}),
-                       what=f"{program} of {v.name}'s vmlinux").stdout
+                       what=f"{program} of {job.variant}'s vmlinux").stdout
         nm = (tool("nm", "-S", "--defined-only", f"{build.BUILD}/vmlinux")
               if callers or wanted.get("probes") or wanted.get("listings") else "")
         if callers:
-            ser = series.load(exp.series)
+            ser = series.load(from_repo(job.series))
             functions = forced_inline([p for p in ser.patches
                                                if p not in ser.instrument])
             objdumps = {c: tool("objdump", "-d", "--no-show-raw-insn", f"--disassemble={c}",
@@ -324,8 +325,8 @@ def cmd_inspect(a: argparse.Namespace) -> None:
             bad = {fn: found for fn, found in targets.items() if found != [fn]}
             if bad:
                 raise StageError(
-                    f"{exp.name}/{v.name}: probe targets not out of line under their own name "
-                    f"in the vmlinux: {bad} ([] = inlined everywhere, a .isra/.constprop name "
+                    f"{job.chapter}/{job.variant}: probe targets not out of line under their own "
+                    f"name in the vmlinux: {bad} ([] = inlined everywhere, a .isra/.constprop name "
                     f"= a clone the probe would miss). Fix: mark them noinline in the "
                     f"chapter's instrument patch, or probe their callers")
             found["probe_targets"] = targets
@@ -345,5 +346,5 @@ def cmd_inspect(a: argparse.Namespace) -> None:
             listing_file = Path(a.out).with_suffix(".s")
             listing_file.write_text(text)
             found["listings"] = summary
-    InspectStamp(variant=v.name, build=exp.build_name(v.name), evidence=found or None,
+    InspectStamp(variant=job.variant, build=job.build, evidence=found or None,
                  listing=str(listing_file) if listing_file else None).write(a.out)

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lab import DATA, ROOT, chapters
+from lab import DATA, ROOT, chapters, in_repo
 from lab.command import StageError
 from lab.parse import units as parsed_units
 from lab.pipeline import arch as arches
@@ -43,7 +43,6 @@ from lab.pipeline.stamps import (
     SourceStamp,
     ToolsStamp,
     benchmark_seconds,
-    in_repo,
     load_experiment,
     portable,
     stage,

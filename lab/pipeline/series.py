@@ -26,10 +26,12 @@ from pathlib import Path
 
 import yaml
 
+from lab import from_repo
 from lab.command import StageError, quote, run
 from lab.pipeline import nodecache, source
+from lab.pipeline.experiment import KernelJob
 from lab.pipeline.source import git_env
-from lab.pipeline.stamps import SeriesStamp, SourceStamp, load_experiment, stage
+from lab.pipeline.stamps import SeriesStamp, SourceStamp, stage
 
 TREES = ("baseline", "patched")
 
@@ -251,11 +253,11 @@ def ensure_commit(base: SourceStamp, stamp: SeriesStamp, directory: Path) -> Non
 
 def cmd_series(a: argparse.Namespace) -> None:
     """Make the commit of one tree (baseline, patched or a named one) of the chapter's series."""
-    exp = load_experiment(a)
+    job: KernelJob = a.job
     base = SourceStamp.read(a.base)
     nodecache.base(base)
-    ser = load(exp.series)
-    with stage("series", f"{exp.name}/{a.tree}", None):
+    ser = load(from_repo(job.series))
+    with stage("series", f"{job.chapter}/{a.tree}", None):
         commit = commit_for(Path(base.tree), base.commit, ser, a.tree)
         stamp = SeriesStamp(
             tree=a.tree, commit=commit, mode=ser.mode, sha256=ser.sha256,

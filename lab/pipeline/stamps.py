@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from lab import ROOT
 from lab.command import StageError
 from lab.pipeline import cachedir, experiment
 
@@ -290,13 +289,6 @@ def load_experiment(a: argparse.Namespace) -> experiment.Experiment:
                            reps=int(a.reps) if a.reps else None, only=only)
 
 
-
-
-def in_repo(path: Path) -> str:
-    """A path relative to the repository when it is inside it (chapters, series), else as
-    given (a test chapter in a temporary directory)."""
-    path = path.resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def portable(arg: str) -> str:

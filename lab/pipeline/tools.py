@@ -7,10 +7,12 @@ import argparse
 import shutil
 from pathlib import Path
 
+from lab import from_repo
 from lab.command import StageError, run
 from lab.pipeline import arch as arches
 from lab.pipeline import build, series, source, toolchain
-from lab.pipeline.stamps import BuildStamp, ToolsStamp, fresh_log, load_experiment, stage
+from lab.pipeline.experiment import KernelJob
+from lab.pipeline.stamps import BuildStamp, ToolsStamp, fresh_log, stage
 
 TOOLS_CC = "gcc-15"
 """The compiler of guest programs unless the chapter's ``tools: {cc: ...}`` says otherwise."""
@@ -27,21 +29,20 @@ def cmd_tools(a: argparse.Namespace) -> None:
     kernel was built with (a module for a clang kernel is built with clang).
     A module or a BPF program is so built against exactly the kernel it will run on, and no
     kernel is built here."""
-    exp = load_experiment(a)
-    v = exp.all_variants[a.variant]
-    tools = exp.raw.get("tools") or {}
+    job: KernelJob = a.job
+    tools = job.tools
     log = fresh_log(a)
     out = Path(a.out).resolve().parent / "bin"
     built = BuildStamp.read(a.build)
     compilers: dict[str, str | None] = {}
-    with stage("tools", f"{exp.name}/{v.name}", log):
+    with stage("tools", f"{job.chapter}/{job.variant}", log):
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         programs: dict[str, str] = {}
         if tools:
-            box = build.toolbox(a, v, exp.series)
+            box = build.toolbox(a, job)
             artifacts = Path(built.artifacts)
-            target = arches.get(v.arch)
+            target = arches.get(job.arch)
             cc = target.tools_cc(tools.get("cc", TOOLS_CC))
             # the root is read-only; bwrap can make mount points only in its /tmp tmpfs
             argv = ["make", "-C", "/tmp/chapter", "OUT=/tmp/out", f"CC={cc}",
@@ -52,26 +53,26 @@ def cmd_tools(a: argparse.Namespace) -> None:
             if tools.get("bpf_cc"):
                 argv.append(f"CLANG={tools['bpf_cc']}")
             binds = {box.tree: build.SRC, artifacts: "/tmp/artifacts",
-                     exp.chapter.path(tools["dir"]): "/tmp/chapter", out: "/tmp/out"}
+                     from_repo(job.tools_dir): "/tmp/chapter", out: "/tmp/out"}
             read_only: dict[Path, str] = {}
             if tools.get("kbuild"):
                 extmod = artifacts / build.EXTMOD
                 if not extmod.is_dir():
                     raise StageError(f"{a.build}: the build kept no {build.EXTMOD}/ for "
                                      "out-of-tree modules; the build rule passes --extmod "
-                                     f"for a chapter with tools: {{kbuild: true}} ({exp.path})")
+                                     f"for a chapter with tools: {{kbuild: true}} ({job.file})")
                 argv += [f"KBUILD={build.BUILD}",
-                         f"KMAKE={' '.join(build.kernel_make_vars(box.compiler, v.arch))}"]
+                         f"KMAKE={' '.join(build.kernel_make_vars(box.compiler, job.arch))}"]
                 read_only[extmod] = build.BUILD  # a module build writes only its own M=
             with series.tree_lock(box.tree):
                 series.checkout(box.tree, built.commit)
                 run(toolchain.in_root(box.root, argv, binds, read_only=read_only), log=log,
-                    what=f"make -C {tools['dir']} (guest programs of {v.name})")
+                    what=f"make -C {tools['dir']} (guest programs of {job.variant})")
             for name in tools["programs"]:
                 if not (out / name).is_file():
-                    raise StageError(f"{exp.path}: tools.programs names {name}, but make -C "
+                    raise StageError(f"{job.file}: tools.programs names {name}, but make -C "
                                      f"{tools['dir']} left no {name} in OUT; see {log}")
                 programs[name] = source.sha256_file(out / name)
             compilers = {"cc": cc, "bpf_cc": tools.get("bpf_cc")}
-    ToolsStamp(variant=v.name, bin=str(out), programs=programs, commit=built.commit,
+    ToolsStamp(variant=job.variant, bin=str(out), programs=programs, commit=built.commit,
                **compilers).write(a.out)

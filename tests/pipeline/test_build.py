@@ -4,6 +4,7 @@ expected to fail."""
 from __future__ import annotations
 
 import contextlib
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from lab import ROOT
 from lab.command import StageError
 from lab.pipeline import build
+from lab.pipeline.experiment import KernelJob
 
 
 def test_what_a_guest_module_builds_against_is_kept_with_the_build(
@@ -81,16 +83,21 @@ def test_a_build_expected_to_fail_keeps_its_errors_and_refuses_any_other_outcome
 
 
 def test_only_a_chapter_with_guest_modules_keeps_the_external_module_tree(tmp_path: Path) -> None:
-    """The build rule passes --extmod exactly where the chapter's tools build out-of-tree
-    modules (qpw: tools: {kbuild: true}), so no other chapter's cached build is made again."""
+    """The build job asks for the external-module tree exactly where the chapter's tools build
+    out-of-tree modules (qpw: tools: {kbuild: true}), so no other chapter's cached build is made
+    again."""
     dag = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow" / "Snakefile"),
          "--directory", str(tmp_path / "work"), "-n", "-p", "--forceall", "--cores", "1",
          "--config", "chapters=qpw,smoke", f"python={sys.executable}"],
         cwd=ROOT, text=True, capture_output=True, check=False)
     assert dag.returncode == 0, dag.stdout[-2000:] + dag.stderr[-2000:]
-    builds = [line for line in dag.stdout.splitlines() if " build --chapter " in line]
-    qpw = [line for line in builds if "--chapter qpw" in line]
-    smoke = [line for line in builds if "--chapter smoke" in line]
-    assert qpw and all("--extmod" in line for line in qpw)
-    assert smoke and not any("--extmod" in line for line in smoke)
+    builds = []
+    for line in dag.stdout.splitlines():
+        if " build --job " in line:
+            argv = shlex.split(line)
+            builds.append(KernelJob.from_json(argv[argv.index("--job") + 1]))
+    qpw = [job for job in builds if job.chapter == "qpw"]
+    smoke = [job for job in builds if job.chapter == "smoke"]
+    assert qpw and all(job.extmod for job in qpw)
+    assert smoke and not any(job.extmod for job in smoke)

@@ -202,6 +202,42 @@ def test_a_variant_may_boot_fewer_times_and_boots_still_interleave(here: Path) -
         ("timed-a", 2), ("icount", 2), ("timed-b", 2)]
 
 
+def test_each_kernel_stage_is_handed_exactly_what_it_reads(here: Path) -> None:
+    """A kernel stage's one param is its KernelJob, so Snakemake reruns the stage when, and
+    only when, something in it changes: a new title, reps or inspect: list leaves config and
+    build alone; inspect: re-inspects; a fragment reconfigures and rebuilds. The paths are
+    the repository's own, so a clone elsewhere reruns nothing, and a job survives the JSON
+    round trip the command line takes."""
+    text = SMOKE_LIKE + "      patched: {tree: patched, compiler: clang}\n"
+
+    def jobs(extra: str = "", name: str = "k") -> dict[str, experiment.KernelJob]:
+        if (here / name).exists():
+            shutil.rmtree(here / name)
+        write_chapter(here, name, text + textwrap.indent(extra, "    "),
+                      **{"guest/Makefile": "all:\n"})
+        exp = experiment.load(name)
+        return {"series": exp.series_job(), "config": exp.config_job("patched"),
+                "build": exp.build_job("patched"), "tools": exp.tools_job("patched"),
+                "inspect": exp.inspect_job("patched")}
+
+    before = jobs()
+    assert before["config"].compiler == "clang" and before["config"].arch == "x86_64"
+    assert before["config"].fragments == ("configs/boot.config",)
+    assert before["series"].series == "patches/smoke" and not before["series"].variant
+    assert before["build"].build_fails == "" and not before["build"].extmod
+    for stage, job in before.items():
+        assert experiment.KernelJob.from_json(job.to_json()) == job, stage
+
+    def changed(extra: str) -> set[str]:
+        after = jobs(extra)
+        return {stage for stage in before if after[stage] != before[stage]}
+
+    assert changed("reps: 7\nboot_timeout: 300\n") == set()
+    assert changed("inspect: {callers: [__schedule]}\n") == {"inspect"}
+    assert changed("tools: {dir: guest, programs: [x], kbuild: true}\n") == {"build", "tools"}
+    assert changed("kconfig_start: tinyconfig\n") == {"config"}
+
+
 def test_a_comparison_runs_for_each_repetition_both_sides_boot(here: Path) -> None:
     write_chapter(here, "c", """\
         title: c

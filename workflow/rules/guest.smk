@@ -38,8 +38,7 @@ rule tools:
     output:
         "tools/{chapter}/{variant}/tools.json",
     params:
-        args=kernel_args,
-        tools=lambda wc: exp_of(wc).raw.get("tools") or {},
+        job=job("tools"),
     log:
         "logs/{chapter}/tools-{variant}.log",
     benchmark:
@@ -47,9 +46,8 @@ rule tools:
     resources:
         machine=1,
     shell:
-        "{LAB} tools {params.args} --root {input.root} --base {input.base} "
-        "--series {input.series} --build {input.build} --variant {wildcards.variant} "
-        "--out {output} --log {log}"
+        "{LAB} tools --job {params.job:q} --root {input.root} --base {input.base} "
+        "--series {input.series} --build {input.build} --out {output} --log {log}"
 
 
 def guest_lock(wc):
@@ -67,7 +65,7 @@ rule layer:
     output:
         "layer/{chapter}.json",
     params:
-        args=kernel_args,
+        args=chapter_args,
     log:
         "logs/{chapter}/layer.log",
     benchmark:

@@ -91,12 +91,12 @@ rule series:
     output:
         "series/{chapter}/{tree}.json",
     params:
-        args=kernel_args,
+        job=job("series"),
         sha=lambda wc: SERIES[wc.chapter].sha256,
     resources:
         machine=1,
     shell:
-        "{LAB} series {params.args} --base {input.base} --tree {wildcards.tree} "
+        "{LAB} series --job {params.job:q} --base {input.base} --tree {wildcards.tree} "
         "--out {output}"
 
 
@@ -109,25 +109,14 @@ rule config:
     output:
         "config/{chapter}/{variant}.config",
     params:
-        args=kernel_args,
-        start=lambda wc: exp_of(wc).all_variants[wc.variant].kconfig_start,
-        fragments=lambda wc: list(exp_of(wc).all_variants[wc.variant].fragments),
-        compiler=lambda wc: exp_of(wc).all_variants[wc.variant].compiler,
+        job=job("config"),
     log:
         "logs/{chapter}/config-{variant}.log",
     resources:
         machine=1,
     shell:
-        "{LAB} config {params.args} --base {input.base} --root {input.root} "
-        "--series {input.series} --variant {wildcards.variant} --out {output} --log {log}"
-
-
-def build_args(wc):
-    """What the build stage reads besides the chapter: whether its guest programs build
-    out-of-tree modules (tools: {kbuild: true}), so the build keeps what they are built
-    against. Only such a chapter's builds see the flag (and were made again when it came)."""
-    tools = exp_of(wc).raw.get("tools") or {}
-    return kernel_args(wc) + (" --extmod" if tools.get("kbuild") else "")
+        "{LAB} config --job {params.job:q} --base {input.base} --root {input.root} "
+        "--series {input.series} --out {output} --log {log}"
 
 
 rule build:
@@ -143,8 +132,7 @@ rule build:
         # the stamp only: a variant whose build the experiment expects to fail has no image
         stamp="build/{chapter}/{variant}/build.json",
     params:
-        args=build_args,
-        compiler=lambda wc: exp_of(wc).all_variants[wc.variant].compiler,
+        job=job("build"),
     log:
         "logs/{chapter}/build-{variant}.log",
     benchmark:
@@ -153,9 +141,8 @@ rule build:
     resources:
         machine=1,
     shell:
-        "{LAB} build {params.args} --base {input.base} --root {input.root} "
-        "--series {input.series} --config {input.config} --variant {wildcards.variant} "
-        "--out {output.stamp} --log {log}"
+        "{LAB} build --job {params.job:q} --base {input.base} --root {input.root} "
+        "--series {input.series} --config {input.config} --out {output.stamp} --log {log}"
 
 
 rule inspect:
@@ -166,10 +153,9 @@ rule inspect:
     output:
         "inspect/{chapter}/{variant}.json",
     params:
-        args=kernel_args,
-        inspect=lambda wc: repr(exp_of(wc).raw.get("inspect") or {}),
+        job=job("inspect"),
     resources:
         machine=1,
     shell:
-        "{LAB} inspect {params.args} --root {input.root} --build {input.build} "
-        "--variant {wildcards.variant} --out {output}"
+        "{LAB} inspect --job {params.job:q} --root {input.root} --build {input.build} "
+        "--out {output}"
