@@ -29,5 +29,6 @@ def in_repo(path: Path) -> str:
 
 
 def from_repo(text: str) -> Path:
-    """The path :func:`in_repo` recorded, as a path on this machine."""
+    """The path :func:`in_repo` recorded, as a path on this machine: a relative one under
+    :data:`ROOT`, an absolute one (outside the repository) unchanged, as ``/`` makes it."""
     return ROOT / text

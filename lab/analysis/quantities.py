@@ -181,12 +181,12 @@ def detectable(change: stats.Change, side: int = 0) -> str:
 
 
 def unmoved(change: stats.Change, bound: Bound | None, cited: Cited | None = None,
-            side: int = 1) -> str | None:
+            side: int = 0) -> str | None:
     """Why this setup cannot show the patch, when a bound says so. For a claim: the most the
     changed path could move the metric is smaller than the cited change (at its end nearest
     0), so no result of this setup is the author's change. For a mechanism row: smaller than
-    the smallest change these boots detect on ``side`` (the predicted direction), so they
-    cannot see it."""
+    the smallest change these boots detect on ``side`` (the predicted direction; either side
+    for 0, so the smaller of a ratio's rise and fall), so they cannot see it."""
     if bound is None:
         return None
     if cited is not None and cited.sign:
@@ -196,9 +196,10 @@ def unmoved(change: stats.Change, bound: Bound | None, cited: Cited | None = Non
                 f"{change.suffix} ({bound.why}), less than the cited change: this design cannot "
                 "move the metric as far as the author saw it move, and no change it shows is "
                 "the patch's")
-    if bound.size >= change.detectable(side):
+    if bound.size >= (change.detectable(side) if side
+                       else min(change.detectable(1), change.detectable(-1))):
         return None
+    detect = detectable_text(change.detectable(side or 1), side, change.unit)
     return (f"the changed path could move this metric by at most {bound.size:,.1f}"
             f"{change.suffix} ({bound.why}), less than the smallest change these boots detect "
-            f"({detectable_text(change.detectable(side), side, change.unit)}): these boots cannot "
-            "see a change that small")
+            f"({detect}): these boots cannot see a change that small")

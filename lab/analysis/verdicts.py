@@ -119,23 +119,18 @@ class Verdict:
     """The direction a mechanism row was judged for (-1, 0 or +1)."""
     margin: Margin | None = None
     bound: Bound | None = None
-
-    @property
-    def side(self) -> int:
-        """The direction judged: a mechanism row's prediction, a claim's cited sign, else 0.
-        Its ``detectable`` is the smallest change on it (a rise for 0; a ratio's fall is less)."""
-        value = self.expected_sign if self.kind == MECHANISM else self.cited
-        return 0 if value is None or np.isnan(value) else int(np.sign(value))
+    side: int = 0
+    """The direction judged (0: none); ``columns()``' detectable is the smallest change on it."""
 
     def columns(self) -> dict[str, Any]:
         """The verdict as scorecard row columns: ``verdict``, ``reason`` and
         :data:`NUMBER_COLUMNS`, so a judge's row carries the numbers beside the text."""
         nan = float("nan")
         c = self.change
-        return {"verdict": self.verdict, "reason": self.reason,
-                "row_kind": self.kind, "ours_reading": self.ours,
-                "our_change": c.percent if c else nan, "our_low": c.low if c else nan,
-                "our_high": c.high if c else nan, "our_unit": c.suffix.strip() if c else "",
+        return {"verdict": self.verdict, "reason": self.reason, "row_kind": self.kind,
+                "ours_reading": self.ours, "our_change": c.percent if c else nan,
+                "our_low": c.low if c else nan, "our_high": c.high if c else nan,
+                "our_unit": c.suffix.strip() if c else "",
                 "cited_change": nan if self.cited is None else float(self.cited),
                 "expected_sign": nan if self.expected_sign is None else self.expected_sign,
                 "detectable": c.detectable(self.side or 1) if c else nan,
@@ -209,7 +204,13 @@ def judge_change(change: stats.Change, cited: Cited | float, environment: str, *
     decided = _bounded(_judge_change(change, cited, environment, margin, cannot_show, bound),
                        change, bound)
     return replace(decided, kind=CLAIM, change=change, cited=cited.value, margin=margin,
-                   bound=bound)
+                   bound=bound, side=_cited_side(cited, margin))
+
+
+def _cited_side(cited: Cited, margin: Margin) -> int:
+    """The cited direction; 0 for "no change": a cited interval inside the margin (a "0 %"
+    means -0.5 ... +0.5 %, however wide its printing)."""
+    return 0 if -margin.size <= cited.low and cited.high <= margin.size else cited.sign
 
 
 def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: Margin,
@@ -220,10 +221,9 @@ def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: 
     if cannot_show:
         return Verdict(INCONCLUSIVE, f"{ours}, but this environment cannot show the cited "
                                      f"{said}: {cannot_show}")
-    if why := unmoved(change, bound, cited):
+    if why := unmoved(change, bound, cited, side=_cited_side(cited, margin)):
         return Verdict(INCONCLUSIVE, f"{ours}; {why}")
-    # a cited 0 is "no change" however wide its printing (a "0 %" means -0.5 ... +0.5 %)
-    cited_none = cited.sign == 0 or (-margin.size <= cited.low and cited.high <= margin.size)
+    cited_none = _cited_side(cited, margin) == 0
     meets = change.low <= cited.high and cited.low <= change.high
     side = margin_side(change, margin)
     if within(change, margin):
@@ -299,7 +299,7 @@ def judge_direction(change: stats.Change, expected_sign: int, claim: str, enviro
         decided = _bounded(_judge_direction(change, expected_sign, claim, environment, margin,
                                             ours, bound), change, bound)
     return replace(decided, kind=MECHANISM, ours=ours, change=change,
-                   expected_sign=expected_sign, margin=margin, bound=bound)
+                   expected_sign=expected_sign, margin=margin, bound=bound, side=expected_sign)
 
 
 def _judge_direction(change: stats.Change, expected_sign: int, claim: str, environment: str,
@@ -307,7 +307,7 @@ def _judge_direction(change: stats.Change, expected_sign: int, claim: str, envir
     text = _ours(change)
     yes, no = (HOLDS, FAILS) if ours else (DIRECTION, CONTRADICTED)
     side = margin_side(change, margin)
-    if why := unmoved(change, bound, side=expected_sign or 1):
+    if why := unmoved(change, bound, side=expected_sign):
         return Verdict(INCONCLUSIVE, f"{text}; {why}")
     if within(change, margin):
         if expected_sign == 0:

@@ -57,10 +57,11 @@ class Variant:
 class KernelJob:
     """What one kernel stage (series, config, build, tools, inspect) reads of a chapter, for
     one variant or tree: the Snakefile makes it from the experiment and hands it over as the
-    rule's one param (:meth:`to_json`), so Snakemake reruns a stage exactly when something
-    that stage reads has changed, and no stage re-reads ``chapter.yaml``. A field a stage does
-    not read stays at its default, so changing it in ``chapter.yaml`` reruns no job of that
-    stage (a new ``inspect:`` list re-inspects, it does not rebuild)."""
+    rule's one param (:meth:`to_json`), so Snakemake reruns a stage when something that stage
+    reads has changed, and no stage re-reads ``chapter.yaml``. Besides the chapter's name,
+    file and series (and a variant's compiler and architecture) a job sets only the fields its
+    stage reads; the others stay at their defaults, so changing them in ``chapter.yaml`` reruns
+    no job of that stage (a new ``inspect:`` list re-inspects, it does not rebuild)."""
 
     chapter: str
     """The chapter's name, for progress lines."""

@@ -59,8 +59,9 @@ def cmd_tools(a: argparse.Namespace) -> None:
                 extmod = artifacts / build.EXTMOD
                 if not extmod.is_dir():
                     raise StageError(f"{a.build}: the build kept no {build.EXTMOD}/ for "
-                                     "out-of-tree modules; the build rule passes --extmod "
-                                     f"for a chapter with tools: {{kbuild: true}} ({job.file})")
+                                     "out-of-tree modules, which its job asks for (extmod) "
+                                     f"for a chapter with tools: {{kbuild: true}} ({job.file}). "
+                                     "Fix: let make reproduce build it again")
                 argv += [f"KBUILD={build.BUILD}",
                          f"KMAKE={' '.join(build.kernel_make_vars(box.compiler, job.arch))}"]
                 read_only[extmod] = build.BUILD  # a module build writes only its own M=

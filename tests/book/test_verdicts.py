@@ -105,6 +105,23 @@ def test_an_inconclusive_row_states_what_its_boots_can_detect() -> None:
     assert (either.columns()["detectable_side"], either.columns()["detectable"]) == (0, rise)
 
 
+def test_a_fall_is_judged_against_the_smallest_fall_not_the_larger_rise() -> None:
+    """With these boots the smallest detectable fall (17.0 %) is below the smallest rise
+    (20.4 %): a cited -18 % lies between them, so the boots could see it and the row does not
+    blame too few boots, while a cited +18 % is beyond what they can see. A bound of 18.7 %
+    is so within reach of a predicted fall, and of a predicted "no change" (either side), but
+    not of a predicted rise."""
+    fall, rise = change(-25.0, 28.0).detectable(-1), change(-25.0, 28.0).detectable(1)
+    assert fall < 18.0 < 18.7 < rise
+    assert "too few boots" not in claim(-25.0, 28.0, -18.0).reason
+    assert "too few boots" in claim(-25.0, 28.0, 18.0).reason
+    bound = quantities.Bound(18.7, "a counted path")
+    for sign, unseen in ((-1, False), (0, False), (1, True)):
+        judged = verdicts.judge_direction(change(-25.0, 28.0), sign, "x", ENV, margin=TIME,
+                                          bound=bound)
+        assert ("cannot see a change that small" in judged.reason) is unseen, sign
+
+
 def test_a_rows_detectable_change_prints_with_the_side_it_was_judged_on() -> None:
     """A notebook prints the scorecard column with the sign of the side it holds: a claim's
     cited side, a mechanism row's predicted one; a row without a side gives a ratio's rise and

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import DATA, ROOT, chapters
+from lab import DATA, ROOT, chapters, from_repo
 from lab.book import claims
 from lab.command import StageError
 from lab.parse import units
@@ -210,10 +210,11 @@ def test_each_kernel_stage_is_handed_exactly_what_it_reads(here: Path) -> None:
     round trip the command line takes."""
     text = SMOKE_LIKE + "      patched: {tree: patched, compiler: clang}\n"
 
-    def jobs(extra: str = "", name: str = "k") -> dict[str, experiment.KernelJob]:
+    def jobs(extra: str = "", name: str = "k", edit: tuple[str, str] = ("", "")
+             ) -> dict[str, experiment.KernelJob]:
         if (here / name).exists():
             shutil.rmtree(here / name)
-        write_chapter(here, name, text + textwrap.indent(extra, "    "),
+        write_chapter(here, name, text.replace(*edit) + textwrap.indent(extra, "    "),
                       **{"guest/Makefile": "all:\n"})
         exp = experiment.load(name)
         return {"series": exp.series_job(), "config": exp.config_job("patched"),
@@ -228,14 +229,21 @@ def test_each_kernel_stage_is_handed_exactly_what_it_reads(here: Path) -> None:
     for stage, job in before.items():
         assert experiment.KernelJob.from_json(job.to_json()) == job, stage
 
-    def changed(extra: str) -> set[str]:
-        after = jobs(extra)
+    def changed(extra: str = "", edit: tuple[str, str] = ("", "")) -> set[str]:
+        after = jobs(extra, edit=edit)
         return {stage for stage in before if after[stage] != before[stage]}
 
     assert changed("reps: 7\nboot_timeout: 300\n") == set()
+    assert changed(edit=("title: t", "title: u")) == set()
     assert changed("inspect: {callers: [__schedule]}\n") == {"inspect"}
     assert changed("tools: {dir: guest, programs: [x], kbuild: true}\n") == {"build", "tools"}
     assert changed("kconfig_start: tinyconfig\n") == {"config"}
+    # the config file a new fragment makes is the build's input, so the build follows
+    assert changed(edit=("fragments: [boot]", "fragments: [boot, base]")) == {"config"}
+    # a chapter outside the repository keeps absolute paths, which the stage reads back
+    tools = jobs("tools: {dir: guest, programs: [x]}\n")["tools"]
+    assert from_repo(tools.tools_dir) == (here / "k" / "guest").resolve()
+    assert from_repo(tools.file) == (here / "k" / "chapter.yaml").resolve()
 
 
 def test_a_comparison_runs_for_each_repetition_both_sides_boot(here: Path) -> None:
