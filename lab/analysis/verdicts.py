@@ -182,15 +182,15 @@ def _bounded(verdict: Verdict, change: stats.Change, bound: Bound | None) -> Ver
 
 def judge_change(change: stats.Change, cited: Cited | float, environment: str, *,
                  units: tuple[str, str], margin: Margin, cannot_show: str | None = None,
-                 bound: Bound | None = None) -> Verdict:
+                 bound: Bound | None = None, by: str = "this environment") -> Verdict:
     """Judge our change against the author's cited change (a claim row).
 
     ``units`` is (the unit of our measurement, the cited unit): they must be the same
     quantity, or :class:`UnitMismatch` says to judge it as a mechanism row. ``environment``
     names what limits the measurement (e.g. "TCG, 8 vCPUs on 2 host cores"); ``cannot_show``
-    says why this environment lacks the condition the author measured, which makes the verdict
-    "inconclusive here" whatever the interval says; ``bound`` how far the changed path could
-    move the metric at all.
+    says why ``by`` (this environment, or our builds) lacks the condition the author measured,
+    which makes the verdict "inconclusive here" whatever the interval says; ``bound`` how far
+    the changed path could move the metric at all.
     """
     ours_unit, cited_unit = (u.strip() for u in units)
     if ours_unit != cited_unit:
@@ -201,8 +201,8 @@ def judge_change(change: stats.Change, cited: Cited | float, environment: str, *
     check_margin(change, margin)
     if not isinstance(cited, Cited):
         cited = Cited.exact(float(cited))
-    decided = _bounded(_judge_change(change, cited, environment, margin, cannot_show, bound),
-                       change, bound)
+    decided = _bounded(_judge_change(change, cited, environment, margin, cannot_show, bound,
+                                     by), change, bound)
     return replace(decided, kind=CLAIM, change=change, cited=cited.value, margin=margin,
                    bound=bound, side=_cited_side(cited, margin))
 
@@ -214,12 +214,12 @@ def _cited_side(cited: Cited, margin: Margin) -> int:
 
 
 def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: Margin,
-                  cannot_show: str | None, bound: Bound | None) -> Verdict:
+                  cannot_show: str | None, bound: Bound | None, by: str) -> Verdict:
     suffix = change.suffix
     said = cited.describe(suffix)
     ours = _ours(change)
     if cannot_show:
-        return Verdict(INCONCLUSIVE, f"{ours}, but this environment cannot show the cited "
+        return Verdict(INCONCLUSIVE, f"{ours}, but {by} cannot show the cited "
                                      f"{said}: {cannot_show}")
     if why := unmoved(change, bound, cited, side=_cited_side(cited, margin)):
         return Verdict(INCONCLUSIVE, f"{ours}; {why}")
