@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from lab.analysis import quantities, verdicts
+from lab.analysis import quantities, stats, verdicts
 from lab.analysis.scorecard import DERIVED_COLUMN, KINDS
 
 HEADLINE_CLAIMS = 3
@@ -67,10 +67,6 @@ def quantity_names(cited: pd.DataFrame, given: dict[tuple[str, str], str] | None
     return names
 
 
-def _suffix(unit: str) -> str:
-    return " %" if unit in ("%", "") else f" {unit}"
-
-
 def _number(value: float, suffix: str, digits: int) -> str:
     """A signed number as :func:`lab.analysis.quantities.number` prints it, with ``digits``
     decimals."""
@@ -83,7 +79,7 @@ def _detail(row: pd.Series) -> str:
     """Numbers in words: "cited -34.8 % · ours +4.0 % (-18.9 to +33.4, n=5+5)"; for a
     mechanism row the direction it should take instead of a cited change; without numbers,
     what stands there."""
-    suffix = _suffix(str(row["our_unit"]))
+    suffix = stats.suffix(str(row["our_unit"]))
     shown = [row[c] for c in ("cited_change", "our_change", "our_low", "our_high")]
     # small differences (shares in points) get two decimals: never "-0.0 to +0.2 points"
     digits = 2 if suffix.strip() != "%" and max(

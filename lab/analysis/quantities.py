@@ -133,6 +133,12 @@ def margin_side(change: stats.Change, margin: Margin) -> int:
     return 0
 
 
+def cited_side(cited: Cited, margin: Margin) -> int:
+    """The cited direction; 0 for "no change": a cited interval inside the margin (a "0 %"
+    means -0.5 ... +0.5 %, however wide its printing)."""
+    return 0 if -margin.size <= cited.low and cited.high <= margin.size else cited.sign
+
+
 def within(change: stats.Change, margin: Margin) -> bool:
     return -margin.size <= change.low and change.high <= margin.size
 
@@ -152,9 +158,9 @@ def detectable_text(size: float, side: int, unit: str, digits: int = 1) -> str:
     With a side the number carries its sign. Without one, a difference (bytes, points) is the
     same size either way ("±"), while a ratio's rise and fall differ and both are given."""
     if side:
-        return f"{'+' if side > 0 else '-'}{size:,.{digits}f}{_suffix(unit)}"
+        return f"{'+' if side > 0 else '-'}{size:,.{digits}f}{stats.suffix(unit)}"
     if unit != "%":
-        return f"±{size:,.{digits}f}{_suffix(unit)}"
+        return f"±{size:,.{digits}f}{stats.suffix(unit)}"
     fall = 100 * (1 - 1 / (1 + size / 100))  # the same log size as the rise, downwards
     return f"+{size:,.{digits}f} % or -{fall:,.{digits}f} %"
 
@@ -163,12 +169,8 @@ def detectable_of(row: Any, digits: int = 1) -> str:
     """A judged row's smallest detectable change as printed, signed by the side it was
     computed for: ``row`` maps the columns of :meth:`lab.analysis.verdicts.Verdict.columns`
     (a scorecard row, or a verdict's own columns)."""
-    unit = row["our_unit"] if row["our_unit"] == "%" else f" {row['our_unit']}"
-    return detectable_text(row["detectable"], int(row["detectable_side"]), unit, digits)
-
-
-def _suffix(unit: str) -> str:
-    return " %" if unit == "%" else unit
+    return detectable_text(row["detectable"], int(row["detectable_side"]), row["our_unit"],
+                           digits)
 
 
 def detectable(change: stats.Change, side: int = 0) -> str:

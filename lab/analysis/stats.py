@@ -140,7 +140,7 @@ class Change:
     @property
     def suffix(self) -> str:
         """The unit as printed after a number: " %", " points", ..."""
-        return " %" if self.unit == "%" else self.unit
+        return suffix(self.unit)
 
     def describe(self) -> str:
         """The change with its interval and its boots, e.g.
@@ -148,6 +148,12 @@ class Change:
         if self.exact and self.n_baseline == self.n_patched == 1:
             return f"{signed(self.percent)}{self.suffix} (exact)"
         return f"{signed(self.percent)}{self.suffix} ({LEVEL} CI {self.interval()}, {self.n})"
+
+
+def suffix(unit: str) -> str:
+    """A unit as printed after a number, from a change's unit ("%", " bytes") or a scorecard
+    row's (whose ``our_unit`` is stripped, and empty for a percent)."""
+    return f" {unit.strip() or '%'}"
 
 
 def signed(value: float) -> str:

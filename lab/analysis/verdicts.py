@@ -64,6 +64,7 @@ from lab.analysis.quantities import (
     Margin,
     UnitMismatch,
     check_margin,
+    cited_side,
     detectable,
     margin_side,
     number,
@@ -201,29 +202,25 @@ def judge_change(change: stats.Change, cited: Cited | float, environment: str, *
     check_margin(change, margin)
     if not isinstance(cited, Cited):
         cited = Cited.exact(float(cited))
-    decided = _bounded(_judge_change(change, cited, environment, margin, cannot_show, bound,
-                                     by), change, bound)
+    side = cited_side(cited, margin)
+    decided = _bounded(_judge_change(change, cited, side, environment, margin, cannot_show,
+                                     bound, by), change, bound)
     return replace(decided, kind=CLAIM, change=change, cited=cited.value, margin=margin,
-                   bound=bound, side=_cited_side(cited, margin))
+                   bound=bound, side=side)
 
 
-def _cited_side(cited: Cited, margin: Margin) -> int:
-    """The cited direction; 0 for "no change": a cited interval inside the margin (a "0 %"
-    means -0.5 ... +0.5 %, however wide its printing)."""
-    return 0 if -margin.size <= cited.low and cited.high <= margin.size else cited.sign
-
-
-def _judge_change(change: stats.Change, cited: Cited, environment: str, margin: Margin,
-                  cannot_show: str | None, bound: Bound | None, by: str) -> Verdict:
+def _judge_change(change: stats.Change, cited: Cited, claimed: int, environment: str,
+                  margin: Margin, cannot_show: str | None, bound: Bound | None,
+                  by: str) -> Verdict:
     suffix = change.suffix
     said = cited.describe(suffix)
     ours = _ours(change)
     if cannot_show:
         return Verdict(INCONCLUSIVE, f"{ours}, but {by} cannot show the cited "
                                      f"{said}: {cannot_show}")
-    if why := unmoved(change, bound, cited, side=_cited_side(cited, margin)):
+    if why := unmoved(change, bound, cited, side=claimed):
         return Verdict(INCONCLUSIVE, f"{ours}; {why}")
-    cited_none = _cited_side(cited, margin) == 0
+    cited_none = claimed == 0
     meets = change.low <= cited.high and cited.low <= change.high
     side = margin_side(change, margin)
     if within(change, margin):
