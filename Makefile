@@ -20,6 +20,8 @@ FAILED := $(BUILD)/.last-build-failed
 LOCK := requirements.lock
 PY_FLOOR := $(shell sed -n 's/^requires-python = ">=\([0-9.]*\)"$$/\1/p' pyproject.toml)
 UV := uv==0.13.8
+# The CPUs this process may use (its affinity): make test-fast's pytest workers.
+CPUS := $(shell nproc)
 
 .DEFAULT_GOAL := help
 # Host packages beyond the pipeline's, installed on demand as root like pipeline-deps: headless
@@ -32,7 +34,7 @@ LAB_SETTINGS = $(VENV)/share/jupyter/lab/settings/overrides.json
 LAB_ARGS ?=  # more options for jupyter lab, e.g. LAB_ARGS=--no-browser
 
 .PHONY: help html pdf lab test test-pdf lint pytest venv python-lock clean clean-cache \
-	browser-deps pdf-deps test-fast
+	browser-deps pdf-deps test-fast pytest-boot pytest-rest
 
 # $(call apt-install,<packages>,<target>): install the missing Debian packages as root; as an
 # ordinary user, name them and the command that installs them, and fail.
@@ -136,15 +138,25 @@ test-pdf: $(STAMP) pdf-deps ## only the PDF test (make test runs it too): a scra
 	@$(TIMED) "pytest (PDF)" -- $(PY) -m pytest -m pdf tests/book
 
 test-fast: $(STAMP) ## the tests that boot no kernel and build no book (parsers, analysis, pipeline units): about a minute
-	@$(TIMED) "pytest (fast tier)" -- $(PY) -m pytest -m "not boot and not book and not browser and not pdf"
+	@$(TIMED) "pytest (fast tier, $(CPUS) workers)" -- $(PY) -m pytest -n $(CPUS) \
+	  -m "not boot and not book and not browser and not pdf"
 
 lint: $(STAMP) ## ruff over the Python code
 	@$(TIMED) "ruff" -- $(PY) -m ruff check lab tests chapters conf.py
 
 # The pipeline tests boot kernels: pipeline-deps installs QEMU and friends (as root) first;
 # slurm-deps the one-node SLURM cluster the SLURM test runs the smoke chapter through.
+# It runs in two lanes at once, each printing its output when it ends: the boot tier, whose tests
+# share the pipeline's caches and Snakemake work directory (one run at a time), and the rest:
+# the book's one session build with the browser and PDF tests on it, and the fast tier. The
+# lanes do not pass make's jobserver on: a test's own make is the reader's.
 pytest: $(STAMP) pipeline-deps slurm-deps browser-deps pdf-deps ## the test suite (book build, browser test, PDF, pipeline smoke runs)
-	@$(TIMED) "pytest" -- $(PY) -m pytest
+	@$(TIMED) "pytest (two lanes)" -- $(MAKE) --no-print-directory -j2 --output-sync=target \
+	  pytest-boot pytest-rest
+
+pytest-boot pytest-rest: pytest-%: $(STAMP)
+	@env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(TIMED) "pytest, lane $*" -- \
+	  $(PY) -m pytest -m "$(if $(filter boot,$*),boot,not boot)"
 
 test: lint pytest ## everything CI runs
 
