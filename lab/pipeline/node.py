@@ -64,11 +64,11 @@ def of_boots(records: list[dict[str, Any]]) -> dict[str, Any]:
             f"the run's boots ran on {len(nodes)} machines ({', '.join(sorted(nodes))}); one "
             "run's boots must share one machine. Under SLURM the profile keeps a chapter's "
             "probe and boots in one group job on one node (workflow/profiles/slurm, groups:)")
+    # the job's share of the machine varies per stage, the machine does not
     if not nodes:
-        return identity()
+        return {k: v for k, v in identity().items() if k != "affinity"}
     (host,) = nodes.values()
-    # the job's share of the machine varies per stage, the machine does not; the SLURM jobs
-    # are all that held the boots (one, where the profile grouped them)
+    # the SLURM jobs are all that held the boots (one, where the profile grouped them)
     jobs = sorted({r["node"]["slurm_job"] for r in records if r.get("node", {}).get("slurm_job")})
     return {**{k: v for k, v in host.items() if k not in ("affinity", "slurm_job")},
             **({"slurm_job": ",".join(jobs)} if jobs else {})}

@@ -8,8 +8,11 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 
+from lab import ROOT
 from lab.command import StageError
 from lab.pipeline import node, publish
 
@@ -111,8 +114,11 @@ def test_the_run_host_is_the_boots_machine_and_two_machines_are_refused() -> Non
         node.of_boots([*records, {"node": {**amd, "name": "n2"}}])
     # boots held by two SLURM jobs name both
     assert node.of_boots([*records, {"node": {**amd, "slurm_job": "8"}}])["slurm_job"] == "7,8"
-    # a run that booted nothing is this machine's
-    assert node.of_boots([])["name"] == node.name()
+    # a run that booted nothing (build-only variants) is this machine's, in the manifest's terms
+    built_only = node.of_boots([])
+    assert built_only["name"] == node.name() and "affinity" not in built_only
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "manifest.schema.yaml").read_text())
+    jsonschema.validate(built_only, schema["properties"]["host"])
 
 
 def test_cited_ids_are_attached_to_their_metric(tmp_path) -> None:
