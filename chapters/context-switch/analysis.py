@@ -35,6 +35,13 @@ TREES = {"v2-thread-baseline": "v2 base", "baseline": "7.2.13", "patched": "7.2.
 """Tree name (patches/context-switch/meta.yaml) -> label: the v2 thread's before, the release
 (merged 1/3 and 2/3), and the release with the ported 3/3."""
 
+CONFIGS = {"context-switch-size": "size", "context-switch-size-o2": "size-o2"}
+"""A build's configuration by its fragment (chapters/context-switch/configs): the author's size
+options at -Os and at -O2; a build with neither is the timing configuration."""
+
+SETTINGS = {"size": "size configuration (-Os)", "size-o2": "size configuration at -O2"}
+"""How a size row names the configuration it was judged in."""
+
 PROBE = "probe.avg_cycles"
 
 
@@ -161,8 +168,8 @@ EVIDENCE_COLUMNS = ["build", "arch", "compiler", "tree", "config", "fts_copies",
 def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataFrame:
     """One row per built kernel: what lab.pipeline.inspect found in its vmlinux.
 
-    Columns: build, arch, compiler, tree, config (timing or size), fts_copies (out-of-line
-    ``finish_task_switch`` symbols), fts_bytes (their bytes together), fts_calls and
+    Columns: build, arch, compiler, tree, config (:data:`CONFIGS`, else timing), fts_copies
+    (out-of-line ``finish_task_switch`` symbols), fts_bytes (their bytes together), fts_calls and
     fts_tail_calls (direct calls to them from ``__schedule`` and from ``schedule_tail``, its two
     callers), fts_sched_text (those copies that lie in ``.sched.text``), region_insns /
     region_calls (between the probe's two rdtsc in ``__schedule``), schedule_bytes and
@@ -186,7 +193,8 @@ def evidence_frame(runs: list[Run], forced: list[str] | None = None) -> pd.DataF
         rows.append({
             "build": name, "arch": v.get("arch", HOST), "compiler": v["compiler"],
             "tree": v["tree"],
-            "config": "size" if any("size" in f for f in v.get("fragments", [])) else "timing",
+            "config": next((CONFIGS[f] for f in v.get("fragments", []) if f in CONFIGS),
+                           "timing"),
             "fts_copies": ", ".join(fts.get("out_of_line", [])) or "none",
             "fts_bytes": fts.get("bytes"),
             "fts_calls": fts.get("called_from", {}).get("__schedule", 0),
@@ -365,20 +373,10 @@ _V5_ARM = re.compile(r"context-switch-v5-(arm64|arm32)-(gcc|clang)-baseline")
 V5_ARCH = {"arm64": "arm64", "arm32": "arm"}
 """The v5 cover's Arm tables, as our architectures."""
 _V5_SIZE = re.compile(r"context-switch-v5-(bzimage|text)-(gcc|clang)-(os|o2)-baseline")
-V5_CONFIG = {"os": "size", "o2": "timing"}
-"""The v5 size tables' optimisation levels, as our build configurations: -Os is the size
-configuration (the author's size options, his follow-up to the v5 cover), -O2 the timing one
-(its rdtsc options), which lacks two of them (:data:`O2_UNLIKE`)."""
-
-O2_UNLIKE = (
-    "our -O2 image is the timing configuration, which lacks CONFIG_SCHED_CORE and "
-    "CONFIG_NO_HZ_FULL; the author's size builds enable both (his follow-up to the v5 cover, "
-    "2025-12-15) to compile the code 3/3 forces inline, and without them the switch's vtime hook "
-    "is an empty inline, its nohz-tick hook a test of a constant false and the run-queue lock "
-    "has no core-scheduling branch (include/linux/vtime.h, include/linux/tick.h, "
-    "kernel/sched/sched.h), so no size of ours is his -O2 change; a build of his size "
-    "configuration at -O2 is not yet made")
-"""Why the v5 -O2 size rows are inconclusive here: the configuration, not the tree."""
+V5_CONFIG = {"os": "size", "o2": "size-o2"}
+"""The v5 size tables' optimisation levels, as our build configurations: the author's size
+options (his follow-up to the v5 cover: x86_64 defconfig with SCHED_CORE and NO_HZ_FULL, -Os
+optional) with and without -Os."""
 
 ALWAYS_INLINE = {
     "gcc": ("true by construction: 3/3 marks it __always_inline, no caller takes its address, "
@@ -518,7 +516,7 @@ def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
     column = "bzImage" if kind == "bzimage" else "text_bytes"
     what = ("a bzImage grows in whole pages" if kind == "bzimage"
             else "our .text is _stext to _etext of the vmlinux")
-    setting = f"{config} configuration ({'-Os' if config == 'size' else '-O2'}); {what}"
+    setting = f"{SETTINGS[config]}; {what}"
     rows = []
     values = {role: e[column] for role, e in ends.items() if not pd.isna(e[column])}
     if set(scorecard.ROLES) <= set(values):
@@ -528,7 +526,7 @@ def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
         verdict = verdicts.judge_change(
             change, claimed, setting, units=("bytes", "bytes"),
             margin=quantities.MARGINS["image" if kind == "bzimage" else "bytes"],
-            cannot_show=O2_UNLIKE if config == "timing" else None, by="our builds")
+            by="our builds")
         percent = stats.exact_change(values["baseline"], values["patched"]).percent
         for entry in entries.itertuples():
             if entry.variant == "change":
@@ -556,8 +554,7 @@ def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
         else:
             verdict, row_kind = verdicts.judge_direction(
                 change, sign, f"{claim}, behind the cited {cited_delta} of .text", setting,
-                margin=quantities.MARGINS["bytes"], by="our builds",
-                cannot_show=O2_UNLIKE if config == "timing" else None), "mechanism"
+                margin=quantities.MARGINS["bytes"], by="our builds"), "mechanism"
         base = entries[entries["variant"] == "baseline"]["id"].iloc[0]
         rows.append(_row(base.removesuffix("-baseline") + f"-{suffix}",
                          f"{counted}: {int(before):,} → {int(after):,} "

@@ -236,21 +236,49 @@ def test_a_wall_clock_cell_off_tcg_is_judged_not_ruled_out(tmp_path: Path) -> No
     assert "QEMU took" not in change["reason"] and change["verdict"] in verdicts.SUPPORT
 
 
-def _size_run(sizes: dict[str, int]) -> Run:
-    """A build-only run with one GCC size-configuration kernel per tree in ``sizes``."""
+def _size_run(sizes: dict[str, int], fragment: str = "context-switch-size",
+              text: dict[str, int] | None = None) -> Run:
+    """A build-only run with one GCC kernel of the configuration ``fragment`` per tree in
+    ``sizes``, its ``.text`` bytes from ``text`` where given."""
     ev = {"functions": {"finish_task_switch": {"out_of_line": [], "bytes": 0,
                                                "called_from": {"__schedule": 0}}},
           "callers": {"__schedule": {"bytes": 900, "instructions": 300, "calls": 20,
                                      "probe_region": {"markers": 2, "instructions": 40,
                                                       "calls": []}}}}
-    names = {"v2-thread-baseline": "gcc-size-v2base", "baseline": "gcc-size-baseline",
-             "patched": "gcc-size-patched"}
+    prefix = {"context-switch-size": "gcc-size", "context-switch-size-o2": "gcc-size-o2",
+              "context-switch": "gcc"}[fragment]
+    names = {t: f"{prefix}-{s}" for t, s in (("v2-thread-baseline", "v2base"),
+                                               ("baseline", "baseline"), ("patched", "patched"))}
+    text = text or {}
     run = make("20261122T0300Z-size", {
         names[tree]: variant(tree, build=names[tree], boot=False, bz=bz,
-                             fragments=["boot", "context-switch-size"], inspect={"evidence": ev})
+                             fragments=["boot", fragment], inspect={"evidence": {
+                                 **ev, **({"layout": {"text_bytes": text[tree],
+                                                      "sched_text_bytes": 64}}
+                                          if tree in text else {})}})
         for tree, bz in sizes.items()}, [])
     run.manifest.update({"host": {"cores": 2}, "base": {"version": "7.2.13"}})
     return run
+
+
+def test_v5_o2_rows_are_judged_only_from_the_size_configuration_at_o2() -> None:
+    """The author's -O2 size builds are his size options without -Os: our timing builds, -O2
+    too but without SCHED_CORE and NO_HZ_FULL, never stand in for them."""
+    from lab.analysis import cited
+    frame = cited.to_frame(cited.load_all())
+    ends = {"v2-thread-baseline": 4096, "patched": 8192}
+    timing = _size_run(ends, "context-switch", {"v2-thread-baseline": 1_000, "patched": 9_000})
+    assert not [i for i in cs.judge(frame, [timing])["id"] if "-o2-" in i]
+    o2 = _size_run(ends, "context-switch-size-o2", {"v2-thread-baseline": 1_000,
+                                                    "patched": 1_700})
+    assert set(cs.evidence_frame([o2])["config"]) == {"size-o2"}
+    out = cs.judge(frame, [timing, o2]).set_index("id")
+    text = out.loc["context-switch-v5-text-gcc-o2-change"]
+    assert text["ours"] == "+700 bytes (+70.000 %)"  # the timing builds' .text grew by 8,000
+    assert text["verdict"] == "direction confirmed"
+    assert "size configuration at -O2" in text["reason"]
+    assert out.loc["context-switch-v5-bzimage-gcc-o2-change", "ours"].startswith("+4,096 bytes")
+    assert not [i for i in out.index if "-os-" in i]
 
 
 @pytest.mark.parametrize(("sizes", "verdict", "says"), [
