@@ -553,7 +553,7 @@ def _size_rows(entries: pd.DataFrame, kind: str, compiler: str, config: str,
                                                "of line; " + ALWAYS_INLINE[compiler]), "check"
         else:
             verdict, row_kind = verdicts.judge_direction(
-                change, sign, f"{claim}, behind the cited {cited_delta} of .text", setting,
+                change, sign, f"{claim}, part of the cited {cited_delta} of .text", setting,
                 margin=quantities.MARGINS["bytes"], by="our builds"), "mechanism"
         base = entries[entries["variant"] == "baseline"]["id"].iloc[0]
         rows.append(_row(base.removesuffix("-baseline") + f"-{suffix}",

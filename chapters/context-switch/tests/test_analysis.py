@@ -345,7 +345,7 @@ def test_v5_text_rows_and_the_function_sizes_behind_them() -> None:
     assert copy["verdict"] == "check passed" and "(-100.0 %)" in copy["ours"]
     assert copy["row_kind"] == "check" and "true by construction" in copy["reason"]
     assert out.loc["context-switch-v5-bzimage-gcc-os-change", "verdict"] == "reproduced"
-    # the -O2 rows need the timing builds, which this run does not have
+    # the -O2 rows need the size configuration at -O2, which this run does not have
     assert not [i for i in out.index if "-o2-" in i]
 
 
