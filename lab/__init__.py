@@ -7,9 +7,10 @@
 * :mod:`lab.book`: the Sphinx extension, the notebooks' figures and glue.
 
 At this level only what every role uses: the repository's paths, the chapter schema
-(:mod:`lab.chapters`), running a command (:mod:`lab.command`) and the Makefile's timer. Data
-flows one way: pinned source -> series -> config -> build -> boot/run -> parse -> data/ ->
-notebooks -> figures and glued numbers -> pages; tests/test_layout.py holds the imports to it.
+(:mod:`lab.chapters`), running a command (:mod:`lab.command`), the Makefile's timer and
+reading YAML (:mod:`lab.yamlfile`). Data flows one way: pinned source -> series -> config ->
+build -> boot/run -> parse -> data/ -> notebooks -> figures and glued numbers -> pages;
+tests/test_layout.py holds the imports to it.
 """
 
 from pathlib import Path

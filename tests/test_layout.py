@@ -15,9 +15,9 @@ from lab import ROOT
 
 LAB = ROOT / "lab"
 
-SHARED = {"__init__.py", "chapters.py", "command.py", "timed.py"}
+SHARED = {"__init__.py", "chapters.py", "command.py", "timed.py", "yamlfile.py"}
 """The only modules at the top of ``lab/``: the repository's paths, the chapter schema, running a
-command (and its StageError), and the Makefile's timer, which every role uses."""
+command (and its StageError), the Makefile's timer and reading YAML, which every role uses."""
 
 PACKAGES = {"pipeline", "analysis", "book", "parse"}
 

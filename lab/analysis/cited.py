@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
-from lab import DATA, chapters
+from lab import DATA, chapters, yamlfile
 
 CITED_DIR = DATA / "cited"
 VARIANTS = ("baseline", "patched", "change", "single")
@@ -259,8 +258,8 @@ def load_chapter(path: Path) -> Chapter:
     if not path.is_file():
         raise CitedDataError(f"{path}: no such file. Fix: create it (see data/cited/README.md).")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+        raw = yamlfile.load(path.read_text(encoding="utf-8"))
+    except yamlfile.YAMLError as exc:
         raise CitedDataError(f"{path}: not valid YAML ({exc}). Fix: correct the syntax.") from None
     _require(isinstance(raw, dict), path, "top level", "is not a mapping",
              "write chapter:, sources: and entries:")

@@ -12,7 +12,9 @@ import gzip
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -36,6 +38,13 @@ class Run:
     path: Path
     manifest: dict
     results: pd.DataFrame
+
+    @cached_property
+    def rows_of(self) -> dict[tuple[str, str, str], Any]:
+        """(variant, workload, metric) -> the positions of its rows, found in one pass: a judge
+        asks :func:`metric_values` hundreds of times per run, and a masked selection over every
+        row each time took 1.9 s of io-wq's 3.3 s judge."""
+        return self.results.groupby(["variant", "workload", "metric"], sort=False).indices
 
 
 def _verify(run_dir: Path, manifest: dict) -> None:
@@ -326,9 +335,7 @@ def environment_limits(manifest: dict, variant: str | None = None) -> str:
 
 def metric_values(run: Run, variant: str, workload: str, metric: str) -> pd.Series:
     """One metric of one variant and workload, one value per repetition, ordered by repetition."""
-    res = run.results
-    sel = res[(res["variant"] == variant) & (res["workload"] == workload)
-              & (res["metric"] == metric)]
+    sel = run.results.iloc[run.rows_of.get((variant, workload, metric), [])]
     return sel.sort_values("rep").set_index("rep")["value"].astype(float)
 
 

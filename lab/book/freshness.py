@@ -15,12 +15,12 @@ import hashlib
 import json
 from pathlib import Path
 
-import yaml
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
+from lab import yamlfile
 from lab.book import provenance
 
 LOGGER = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ def declared_reads(source: Path) -> list[str]:
     text = source.read_text(encoding="utf-8")
     if not text.startswith("---"):
         return []
-    front = yaml.safe_load(text.split("---", 2)[1]) or {}
+    front = yamlfile.load(text.split("---", 2)[1]) or {}
     reads = (front.get("kernelbook") or {}).get("reads") or []
     if not isinstance(reads, list) or not all(isinstance(r, str) for r in reads):
         raise ValueError(

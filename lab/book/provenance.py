@@ -19,9 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from lab import ROOT, chapters
+from lab import ROOT, chapters, yamlfile
 from lab.analysis.runs import RUNS_DIR, Run, machine_label
 
 MIME = "application/vnd.kernelbook.provenance+json"
@@ -200,7 +198,7 @@ def book_citation(root: Path = ROOT) -> Citation:
     would then not rebuild the same book; a copy outside git cites no commit.
     """
     cff_path = root / "CITATION.cff"
-    cff = yaml.safe_load(cff_path.read_text()) if cff_path.is_file() else {}
+    cff = yamlfile.load(cff_path.read_text()) if cff_path.is_file() else {}
     title = str(cff.get("title", "The reproducible kernel-performance book"))
     authors = tuple(str(a.get("name") or " ".join(filter(None, (a.get("given-names"),
                                                                a.get("family-names")))))

@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from lab import ROOT
+from lab import ROOT, yamlfile
 from lab.command import StageError
 
 PACKAGES: tuple[str, ...] = (
@@ -84,8 +82,8 @@ def read_lock_file(path: Path, keys: tuple[tuple[str, type], ...], fix: str,
     if not path.is_file():
         raise StageError(f"{path} is missing{missing}; {fix}")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
+        data = yamlfile.load(path.read_text())
+    except yamlfile.YAMLError as exc:
         raise StageError(f"{path} is not valid YAML ({exc}); {fix}") from exc
     if not isinstance(data, dict):
         raise StageError(f"{path} is not a mapping; {fix}")

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lab import ROOT, chapters
-from lab.analysis import runs
 from lab.command import StageError
 from lab.pipeline import publish, source
 
@@ -31,7 +30,7 @@ def add_arguments(sp: argparse.ArgumentParser) -> None:
 
 def find_run(spec: str) -> Path:
     """A run directory from ``<chapter>/<run-id>`` (under the runs directory) or a path."""
-    for candidate in (Path(spec), publish.runs_dir() / spec, runs.RUNS_DIR / spec):
+    for candidate in (Path(spec), publish.runs_dir() / spec, publish.RUNS / spec):
         if (candidate / "manifest.json").is_file():
             return candidate.resolve()
     raise StageError(f"RUN={spec}: no run directory with a manifest.json there or under "
@@ -45,6 +44,8 @@ def _text(path: Path) -> str:
 
 def reparse(run_dir: Path, into: Path | None = None) -> Path:
     """Parse ``run_dir``'s raw output again and publish the rows as a new run; return it."""
+    # imported here, not by every stage's start: the run reader brings pandas (0.4 s)
+    from lab.analysis import runs
     from lab.pipeline.parse import parse_boot
     parent = runs.load_run(run_dir)  # checks every file against the parent's manifest
     manifest = parent.manifest

@@ -24,9 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-from lab import from_repo
+from lab import from_repo, yamlfile
 from lab.command import StageError, quote, run
 from lab.pipeline import nodecache, source
 from lab.pipeline.experiment import KernelJob
@@ -101,7 +99,7 @@ def load(directory: Path) -> Series:
     if not series_file.is_file():
         raise StageError(f"{series_file} is missing; list the chapter's patches in it, one a line")
     meta_file = directory / "meta.yaml"
-    meta = (yaml.safe_load(meta_file.read_text()) if meta_file.is_file() else None) or {}
+    meta = (yamlfile.load(meta_file.read_text()) if meta_file.is_file() else None) or {}
     mode = meta.get("mode", "apply")
     if mode not in ("apply", "revert"):
         raise StageError(f"{meta_file}: mode must be 'apply' or 'revert', not {mode!r}")

@@ -20,9 +20,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import yaml
-
-from lab import ROOT
+from lab import ROOT, yamlfile
 from lab.command import StageError, require_tools, run
 from lab.pipeline import cachedir
 from lab.pipeline.apt import PrivateApt, private_apt
@@ -54,7 +52,7 @@ class Base:
 
 def pin(path: Path = PIN_FILE) -> dict:
     """Read the pinned base (package, version, orig tarball name, sha256, fallback package)."""
-    return yaml.safe_load(path.read_text())
+    return yamlfile.load(path.read_text())
 
 
 def sha256_file(path: Path) -> str:
