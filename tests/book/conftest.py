@@ -60,10 +60,11 @@ def copy_book(target: Path) -> Path:
 
 
 def sphinx(src: Path, builder: str = "html") -> subprocess.CompletedProcess[str]:
-    """Build ``src`` as make html does, with its own cache and output under src/_build."""
+    """Build ``src`` as make html and make pdf do, with its own cache and output under
+    src/_build: one environment for every builder, so the PDF's build reads nothing again."""
     return subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", builder,
-         str(src), str(src / "_build" / builder)],
+         "-d", str(src / "_build" / "doctrees"), str(src), str(src / "_build" / builder)],
         cwd=src, capture_output=True, text=True, timeout=900,
     )
 
