@@ -85,7 +85,10 @@ python-lock: ## re-resolve requirements*.txt into requirements.lock (with hashes
 venv: $(STAMP) ## create the project's virtual environment from requirements.lock (hashes checked)
 
 # Both books share one Sphinx environment (doctrees), so make pdf after make html reads no page
-# again (45 -> 29 s here); flock keeps `make -j html pdf` from writing it twice at once.
+# again (its Sphinx step 45 -> about 30 s here); flock keeps `make -j html pdf` from writing it
+# twice at once. Sphinx keeps a page whose warnings failed a -W build and does not read it
+# again, and the environment is shared: whichever build fails marks $(FAILED), and the next
+# build of either kind reads everything again (-E).
 SPHINX = flock $(BUILD)/.sphinx.lock $(PY) -m sphinx -W --keep-going -q -d $(BUILD)/doctrees
 
 html: $(STAMP) ## execute the notebooks on the committed data (cached) and build the HTML book
@@ -110,7 +113,12 @@ html: $(STAMP) ## execute the notebooks on the committed data (cached) and build
 pdf: $(STAMP) pdf-deps ## the book as one PDF: _build/latex/kernel-book.pdf (XeLaTeX, vector figures)
 	@set -e; start=$$(date +%s); mkdir -p $(BUILD); \
 	$(TIMED) "validate data/cited" -- bash -c '$(PY) -m lab.analysis.cited >/dev/null'; \
-	$(TIMED) "notebooks + LaTeX (sphinx -W)" -- $(SPHINX) -b latex . $(BUILD)/latex; \
+	fresh=; if [ -e $(FAILED) ]; then fresh=-E; fi; \
+	if ! $(TIMED) "notebooks + LaTeX (sphinx -W $$fresh)" -- \
+	    $(SPHINX) $$fresh -b latex . $(BUILD)/latex; then \
+	  touch $(FAILED); exit 1; \
+	fi; \
+	rm -f $(FAILED); \
 	$(TIMED) "PDF (latexmk, xelatex; log: $(BUILD)/latex/latexmk.log)" -- bash -c \
 	  '$(MAKE) -s -C $(BUILD)/latex all-pdf LATEXMKOPTS=-silent >$(BUILD)/latex/latexmk.log 2>&1' || \
 	  { tail -40 $(BUILD)/latex/latexmk.log; echo "LaTeX failed: $(BUILD)/latex/latexmk.log and" \
@@ -142,7 +150,7 @@ test-pdf: $(STAMP) pdf-deps ## only the PDF test (make test runs it too): a scra
 
 # The tiers (tests/conftest.py) as pytest marker expressions: make test's three lanes.
 LANE_boot := boot
-LANE_book := book or browser or pdf
+LANE_book := (book or browser or pdf) and not boot
 LANE_fast := not boot and not book and not browser and not pdf
 
 test-fast: $(STAMP) ## the tests that boot no kernel and build no book (parsers, analysis, pipeline units): about a minute

@@ -53,11 +53,14 @@ def _validator(schema_file: Path) -> Any:
 
     jsonschema offers an ``iri`` format check through ``rfc3987_syntax`` when that is installed
     (JupyterLab's server brings it), and importing it compiles 39 grammars: 1.2 s in every
-    pipeline stage, notebook and test worker. No validator here checks formats, so the process
-    declines that optional import when this is its first import of jsonschema."""
-    if "jsonschema" not in sys.modules:
-        sys.modules.setdefault("rfc3987_syntax", None)
+    pipeline stage, notebook and test worker. No validator here checks formats, so that optional
+    import is declined while this is the process's first import of jsonschema, and only then."""
+    declined = "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules
+    if declined:
+        sys.modules["rfc3987_syntax"] = None  # an import of it raises ImportError
     import jsonschema
+    if declined:
+        del sys.modules["rfc3987_syntax"]  # whoever imports it later gets it
     return jsonschema.Draft202012Validator(load_schema(schema_file))
 
 

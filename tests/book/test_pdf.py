@@ -1,6 +1,11 @@
 """The book as one PDF: Sphinx's LaTeX builder and XeLaTeX build it, it holds every chapter,
 and its figures are vector graphics (the PDF renderings of the figures, not bitmaps).
 
+The LaTeX build reuses the session's HTML build's Sphinx environment, as ``make pdf`` after
+``make html`` does: it reads no page again. Reading does not depend on the builder (MyST-NB picks
+each output's format after reading; the book's extension looks at the builder only when the
+build has finished), so a PDF made without an HTML build first reads the same pages.
+
 Needs Debian's TeX and poppler-utils (``make pdf-deps``, as root, which ``make test`` runs
 first); ``make test-pdf`` runs only this.
 """

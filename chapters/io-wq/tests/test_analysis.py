@@ -15,17 +15,22 @@ iowq = chapters.get("io-wq").module("analysis")
 
 
 @pytest.fixture(scope="module")
-def chosen() -> dict[str, runs.Run]:
-    """The committed io-wq runs pooled per variant, as the notebook takes them."""
-    return runs.pooled_per_variant(runs.load_chapter_runs("io-wq"))
+def loaded() -> list[runs.Run]:
+    """The committed io-wq runs, read (and checked against their manifests) when a test first
+    asks: a worker that collects this file without running its tests pays nothing."""
+    return runs.load_chapter_runs("io-wq")
 
 
 @pytest.fixture(scope="module")
-def judged() -> pd.DataFrame:
-    """The judge's rows of the committed runs by id, judged when a test first asks: a worker
-    that collects this file without running its tests does not pay for the judge."""
-    frame = cited.to_frame(cited.load_all())
-    return iowq.judge(frame, runs.load_chapter_runs("io-wq")).set_index("id")
+def chosen(loaded: list[runs.Run]) -> dict[str, runs.Run]:
+    """The committed io-wq runs pooled per variant, as the notebook takes them."""
+    return runs.pooled_per_variant(loaded)
+
+
+@pytest.fixture(scope="module")
+def judged(loaded: list[runs.Run]) -> pd.DataFrame:
+    """The judge's rows of the committed runs, by id."""
+    return iowq.judge(cited.to_frame(cited.load_all()), loaded).set_index("id")
 
 
 def test_every_measured_delta_is_judged_relative_to_its_baseline_share(
