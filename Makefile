@@ -86,10 +86,13 @@ venv: $(STAMP) ## create the project's virtual environment from requirements.loc
 
 # Both books share one Sphinx environment (doctrees), so make pdf after make html reads no page
 # again (its Sphinx step 45 -> about 30 s here); flock keeps `make -j html pdf` from writing it
-# twice at once. Sphinx keeps a page whose warnings failed a -W build and does not read it
-# again, and the environment is shared: whichever build fails marks $(FAILED), and the next
-# build of either kind reads everything again (-E).
+# twice at once. $(call sphinx-build,<builder>,<what>) builds $(BUILD)/<builder> in it. Sphinx
+# keeps a page whose warnings failed a -W build and does not read it again, so whichever build
+# fails marks $(FAILED), and the next build of either kind reads everything again (-E).
 SPHINX = flock $(BUILD)/.sphinx.lock $(PY) -m sphinx -W --keep-going -q -d $(BUILD)/doctrees
+sphinx-build = fresh=; if [ -e $(FAILED) ]; then fresh=-E; fi; \
+  if ! $(TIMED) "$(2) (sphinx -W $$fresh)" -- $(SPHINX) $$fresh -b $(1) . $(BUILD)/$(1); then \
+    touch $(FAILED); exit 1; fi; rm -f $(FAILED)
 
 html: $(STAMP) ## execute the notebooks on the committed data (cached) and build the HTML book
 	@set -e; start=$$(date +%s); \
@@ -100,12 +103,7 @@ html: $(STAMP) ## execute the notebooks on the committed data (cached) and build
 	fi; \
 	rm -f $(BUILD)/html/.kb-inputs; mkdir -p $(BUILD); \
 	$(TIMED) "validate data/cited" -- $(PY) -m lab.analysis.cited; \
-	fresh=; if [ -e $(FAILED) ]; then fresh=-E; fi; \
-	if ! $(TIMED) "notebooks + HTML (sphinx -W $$fresh)" -- \
-	    $(SPHINX) $$fresh -b html . $(BUILD)/html; then \
-	  touch $(FAILED); exit 1; \
-	fi; \
-	rm -f $(FAILED); \
+	$(call sphinx-build,html,notebooks + HTML); \
 	if [ -n "$$inputs" ]; then echo "$$inputs" > $(BUILD)/html/.kb-inputs; fi; \
 	echo "book: $(BUILD)/html/index.html; figures (SVG, PDF, PNG): $(BUILD)/figures;" \
 	  "total $$(( $$(date +%s) - start )) s"
@@ -113,12 +111,7 @@ html: $(STAMP) ## execute the notebooks on the committed data (cached) and build
 pdf: $(STAMP) pdf-deps ## the book as one PDF: _build/latex/kernel-book.pdf (XeLaTeX, vector figures)
 	@set -e; start=$$(date +%s); mkdir -p $(BUILD); \
 	$(TIMED) "validate data/cited" -- bash -c '$(PY) -m lab.analysis.cited >/dev/null'; \
-	fresh=; if [ -e $(FAILED) ]; then fresh=-E; fi; \
-	if ! $(TIMED) "notebooks + LaTeX (sphinx -W $$fresh)" -- \
-	    $(SPHINX) $$fresh -b latex . $(BUILD)/latex; then \
-	  touch $(FAILED); exit 1; \
-	fi; \
-	rm -f $(FAILED); \
+	$(call sphinx-build,latex,notebooks + LaTeX); \
 	$(TIMED) "PDF (latexmk, xelatex; log: $(BUILD)/latex/latexmk.log)" -- bash -c \
 	  '$(MAKE) -s -C $(BUILD)/latex all-pdf LATEXMKOPTS=-silent >$(BUILD)/latex/latexmk.log 2>&1' || \
 	  { tail -40 $(BUILD)/latex/latexmk.log; echo "LaTeX failed: $(BUILD)/latex/latexmk.log and" \
